@@ -1,0 +1,91 @@
+"""The methods the harness times and measures: fp8attn through its C ABI (one per P precision)
+and PyTorch SDPA in BF16 on its cuDNN and flash backends, all on the same data."""
+from __future__ import annotations
+
+import ctypes
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from fp8attn import _abi, ops
+
+FP8_METHODS = {"fp8attn": _abi.P_E4M3, "fp8attn_p_hilo": _abi.P_E4M3_HILO}
+SDPA_METHODS = {"sdpa_cudnn_bf16": SDPBackend.CUDNN_ATTENTION,
+                "sdpa_flash_bf16": SDPBackend.FLASH_ATTENTION}
+
+
+def fp8attn_speed_factory(lib, p_precision: int):
+    def factory(shape, inputs):
+        qz = inputs["quantized"]
+        out = torch.empty((shape.b, shape.sq, shape.h, shape.d), dtype=torch.bfloat16, device="cuda")
+        lse = torch.empty((shape.b, shape.h, shape.sq), dtype=torch.float32, device="cuda")
+        params, keepalive = ops._make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale,
+                                             qz.k_descale, qz.v_descale, None, None, None,
+                                             shape.causal, p_precision, None)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        _abi.call(params, stream.value, lib)  # raises with the library's message if refused
+        launch, ref = lib.fp8attn_attention_fwd, ctypes.byref(params)
+
+        def run():
+            if launch(ref, stream) != _abi.SUCCESS:
+                raise _abi.Fp8AttnError(_abi.ERROR_CUDA, _abi.last_error(lib))
+            return keepalive, out, lse, inputs  # holds everything the launch points at
+        return run
+    return factory
+
+
+def _sdpa_call(backend, q, k, v, causal, gqa):
+    # SDPA takes (b, h, s, d); views of the (b, s, h, d) data, as FlashAttention callers do.
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                              v.transpose(1, 2), is_causal=causal,
+                                              enable_gqa=gqa).transpose(1, 2)
+
+
+def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str):
+    """A callable running SDPA on `backend`; if the backend refuses native GQA, K and V are
+    expanded to h heads (same FLOPs; noted in the results)."""
+    gqa = q.shape[2] != k.shape[2]
+    try:
+        _sdpa_call(backend, q, k, v, causal, gqa)
+        return lambda: _sdpa_call(backend, q, k, v, causal, gqa)
+    except RuntimeError as e:
+        if not gqa:
+            raise
+        group = q.shape[2] // k.shape[2]
+        ke, ve = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
+        _sdpa_call(backend, q, ke, ve, causal, False)
+        notes.append(f"{tag}: {backend.name} refused enable_gqa ({str(e).splitlines()[0][:120]}); "
+                     "K and V expanded to h heads")
+        return lambda: _sdpa_call(backend, q, ke, ve, causal, False)
+
+
+def sdpa_speed_factory(backend, notes: list):
+    def factory(shape, inputs):
+        q, k, v = inputs["bf16"]
+        return _sdpa_runner(backend, q, k, v, shape.causal, notes, f"speed {shape}")
+    return factory
+
+
+def speed_methods(lib, notes: list) -> dict:
+    methods = {name: fp8attn_speed_factory(lib, p) for name, p in FP8_METHODS.items()}
+    methods.update({name: sdpa_speed_factory(be, notes) for name, be in SDPA_METHODS.items()})
+    return methods
+
+
+def accuracy_methods(lib, notes: list) -> dict:
+    """name -> (kind, fn) as bench.accuracy.run_dataset takes them."""
+    def fp8(p):
+        def run(qz, causal):
+            return ops.attention_fwd(qz.q8, qz.k8, qz.vt8, q_descale=qz.q_descale,
+                                     k_descale=qz.k_descale, v_descale=qz.v_descale,
+                                     causal=causal, p_precision=p, lib=lib)
+        return ("fp8", run)
+
+    def sdpa(backend, name):
+        return ("bf16", lambda q, k, v, causal: _sdpa_runner(backend, q, k, v, causal, notes,
+                                                             f"accuracy {name}")())
+    methods = {name: fp8(p) for name, p in FP8_METHODS.items()}
+    methods.update({name: sdpa(be, name) for name, be in SDPA_METHODS.items()})
+    return methods

@@ -1,0 +1,88 @@
+"""A small torch quantizer for the kernel's inputs: FA3-like per (batch, kv-head) scales.
+
+This is not the pre-pass (src/quant/, issue 5): it exists so the harness and users can feed the
+kernel without it. Scales are amax/448 per (batch, kv head) for Q (over the query heads of that
+kv head), K and V, as FlashAttention-3's FP8 path takes them. Rounding is torch's float ->
+float8_e4m3fn cast (round-to-nearest-even); values are clamped to +-448 first because torch
+turns out-of-range values into NaN instead of saturating.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ._abi import VT_KEY_GROUP, VT_PAD, vt_key_at
+
+E4M3_MAX = 448.0
+
+
+def vt_key_index(sk_pad: int, device=None) -> torch.Tensor:
+    """index[p] = the key stored at V^T position p (fp8attn_vt_key_at within each group of 32)."""
+    assert sk_pad % VT_KEY_GROUP == 0
+    in_group = torch.tensor([vt_key_at(p) for p in range(VT_KEY_GROUP)], dtype=torch.long)
+    groups = torch.arange(0, sk_pad, VT_KEY_GROUP, dtype=torch.long)
+    return (groups[:, None] + in_group[None, :]).reshape(-1).to(device)
+
+
+def make_vt(v8: torch.Tensor, pad: int = VT_PAD) -> torch.Tensor:
+    """V (b, sk, h_kv, d) E4M3 -> V^T (b, h_kv, d, sk_pad) E4M3, zero padded, keys permuted."""
+    b, sk, h_kv, d = v8.shape
+    sk_pad = (sk + pad - 1) // pad * pad
+    # Byte view: indexing and zero-fill are not implemented for float8 everywhere.
+    vt = torch.zeros((b, h_kv, d, sk_pad), dtype=torch.uint8, device=v8.device)
+    vt[..., :sk] = v8.view(torch.uint8).permute(0, 2, 3, 1)
+    vt = vt.index_select(3, vt_key_index(sk_pad, v8.device))
+    return vt.contiguous().view(torch.float8_e4m3fn)
+
+
+def unpermute_vt(vt8: torch.Tensor, sk: int) -> torch.Tensor:
+    """Inverse of make_vt: V^T (b, h_kv, d, sk_pad) -> V (b, sk, h_kv, d)."""
+    sk_pad = vt8.shape[3]
+    inverse = torch.argsort(vt_key_index(sk_pad, vt8.device))
+    v = vt8.view(torch.uint8).index_select(3, inverse)[..., :sk]
+    return v.permute(0, 3, 1, 2).contiguous().view(torch.float8_e4m3fn)
+
+
+def _to_e4m3(x: torch.Tensor, descale_per_token_head: torch.Tensor) -> torch.Tensor:
+    return (x.float() / descale_per_token_head).clamp_(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+
+
+@dataclass
+class Quantized:
+    q8: torch.Tensor   # (b, sq, h, d) E4M3
+    k8: torch.Tensor   # (b, sk, h_kv, d) E4M3
+    v8: torch.Tensor   # (b, sk, h_kv, d) E4M3 (not transposed; for references)
+    vt8: torch.Tensor  # (b, h_kv, d, sk_pad) E4M3, the kernel's V operand
+    q_descale: torch.Tensor  # (b, h) float32
+    k_descale: torch.Tensor  # (b, h_kv) float32
+    v_descale: torch.Tensor  # (b, h_kv) float32
+
+    def dequantized(self, dtype=torch.float64):
+        """(q, k, v) in `dtype` exactly as the kernel reads them (x_fp8 * descale)."""
+        q = self.q8.to(dtype) * self.q_descale.to(dtype)[:, None, :, None]
+        k = self.k8.to(dtype) * self.k_descale.to(dtype)[:, None, :, None]
+        v = self.v8.to(dtype) * self.v_descale.to(dtype)[:, None, :, None]
+        return q, k, v
+
+
+def _amax_scale(amax: torch.Tensor) -> torch.Tensor:
+    # An all-zero head gets scale 1 (any scale represents zeros exactly).
+    return torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax)).float()
+
+
+def quantize_per_head(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Quantized:
+    """q (b, sq, h, d), k and v (b, sk, h_kv, d), any float dtype -> E4M3 with per (b, kv-head)
+    amax/448 scales."""
+    b, sq, h, d = q.shape
+    h_kv = k.shape[2]
+    group = h // h_kv
+    q_scale_kv = _amax_scale(q.abs().reshape(b, sq, h_kv, group, d).amax(dim=(1, 3, 4)).float())
+    q_scale = q_scale_kv.repeat_interleave(group, dim=1)  # (b, h)
+    k_scale = _amax_scale(k.abs().amax(dim=(1, 3)).float())
+    v_scale = _amax_scale(v.abs().amax(dim=(1, 3)).float())
+    q8 = _to_e4m3(q, q_scale[:, None, :, None])
+    k8 = _to_e4m3(k, k_scale[:, None, :, None])
+    v8 = _to_e4m3(v, v_scale[:, None, :, None])
+    return Quantized(q8, k8, v8, make_vt(v8), q_scale.contiguous(), k_scale.contiguous(),
+                     v_scale.contiguous())
