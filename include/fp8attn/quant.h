@@ -1,0 +1,172 @@
+// fp8attn quantization pre-pass: BF16 Q, K, V -> the E4M3 inputs of fp8attn_attention_fwd.
+//
+// Two entry points, for the two ways users hold data:
+//   fp8attn_quantize_kv  BF16 K, V -> an FP8 KV cache (E4M3 K, E4M3 V^T, scales, channel means),
+//                        built once and reused by many attention calls;
+//   fp8attn_quantize_q   BF16 Q -> E4M3 Q + per-token descales (+ lse_bias when the cache's K
+//                        was smoothed), once per call, using the cache's rotation.
+// fp8attn/attention.h composes both with the kernel (fp8attn::attention on BF16 tensors).
+//
+// Every pointer is a device pointer; strides are in elements; the last dimension is contiguous.
+// Every value is computed in FP32 with a fixed order of operations that model/prepass.cc repeats
+// on the CPU, so the CPU model reproduces every output byte (docs/prepass.md gives the order).
+#ifndef FP8ATTN_QUANT_H_
+#define FP8ATTN_QUANT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8attn.h"  // same folder: found without include/ on the path (model/)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Tokens per partial sum of the channel-mean reduction: the sum over one chunk is sequential in
+// token order, the chunk sums are then added sequentially (a fixed order the CPU mirror repeats).
+#define FP8ATTN_QUANT_STATS_CHUNK 32
+
+// Granularity of the Q scales. Both are stored per (batch, head, token) as the kernel takes them.
+typedef enum fp8attn_q_scale {
+  FP8ATTN_Q_SCALE_TOKEN = 0,     // one scale per token (a row of head_dim values)
+  FP8ATTN_Q_SCALE_BLOCK128 = 1,  // one scale per 128 consecutive tokens of a (batch, head)
+} fp8attn_q_scale;
+
+// Granularity of the V scales. Both are stored per (batch, kv head, channel).
+typedef enum fp8attn_v_scale {
+  FP8ATTN_V_SCALE_CHANNEL = 0,  // one scale per channel over all keys
+  FP8ATTN_V_SCALE_HEAD = 1,     // one scale per (batch, kv head)
+} fp8attn_v_scale;
+
+// K is always scaled per (batch, kv head, block of FP8ATTN_K_SCALE_BLOCK keys): the kernel's unit.
+typedef struct fp8attn_quant_options {
+  int32_t smooth_k;      // subtract K's per-channel mean over keys; restored exactly by lse_bias
+  int32_t smooth_v;      // subtract V's per-channel mean over keys; restored exactly by o_bias
+  int32_t hadamard_qk;   // rotate Q and K by diag(signs) * H_128 (exact for Q K^T). V is never
+                         // rotated: O would need the inverse rotation, which the kernel lacks.
+  int32_t q_scale;       // fp8attn_q_scale
+  int32_t v_scale;       // fp8attn_v_scale
+  uint64_t hadamard_seed;  // picks the random signs (fp8attn_hadamard_sign_negative)
+} fp8attn_quant_options;
+
+// Defaults: K and V smoothing on, Hadamard off, per-token Q and per-channel V scales.
+void fp8attn_quant_options_init(fp8attn_quant_options* options);
+
+// 1 when the Hadamard rotation negates channel `c` (0..127) before the transform. splitmix64 of
+// the seed and the channel's 64-bit word: the GPU host code and the CPU mirror both call this.
+static inline int fp8attn_hadamard_sign_negative(uint64_t seed, int c) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(1 + c / 64);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  return (int)((z >> (c % 64)) & 1u);
+}
+
+// A BF16 input tensor (batch, seqlen, heads, head_dim). data and every stride times 2 bytes must
+// be 16-byte aligned (the kernels read 16 bytes at a time).
+typedef struct fp8attn_bf16_tensor {
+  const void* data;
+  int32_t batch, seqlen, heads, head_dim;
+  int64_t stride_b, stride_s, stride_h;
+} fp8attn_bf16_tensor;
+
+// The FP8 KV cache: everything the kernel needs from K and V, contiguous, carved out of one
+// device buffer by fp8attn_kv_cache_init. Filled by fp8attn_quantize_kv.
+typedef struct fp8attn_kv_cache {
+  int32_t batch, seqlen_k, heads_kv, head_dim, vt_seqlen_pad;
+  void* k;             // E4M3 (batch, seqlen_k, heads_kv, 128)
+  void* vt;            // E4M3 (batch, heads_kv, 128, vt_seqlen_pad), keys permuted per 32 and
+                       // zero from seqlen_k on (fp8attn.h)
+  float* k_descale;    // (batch, heads_kv, ceil(seqlen_k / 128))
+  float* v_descale;    // (batch, heads_kv, 128)
+  float* k_mean;       // (batch, heads_kv, 128): the mean subtracted from K (zeros if not smoothed)
+  float* v_mean;       // (batch, heads_kv, 128): the mean subtracted from V = the kernel's o_bias
+  // Written by fp8attn_quantize_kv: how the cache was made (fp8attn_quantize_q must match it).
+  fp8attn_quant_options options;
+} fp8attn_kv_cache;
+
+// Bytes of device memory a cache needs; vt_seqlen_pad = 0 picks seqlen_k rounded up to 32.
+size_t fp8attn_kv_cache_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv,
+                              int32_t head_dim, int32_t vt_seqlen_pad);
+// Lays the cache out in `buffer` (device, 256-byte aligned, >= fp8attn_kv_cache_bytes).
+fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size_t bytes,
+                                     int32_t batch, int32_t seqlen_k, int32_t heads_kv,
+                                     int32_t head_dim, int32_t vt_seqlen_pad);
+
+// Scratch for fp8attn_quantize_kv (partial sums of the channel reduction): device, 256-aligned.
+size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv);
+
+// BF16 K, V (batch, seqlen_k, heads_kv, 128) -> cache. Launches on `stream` (cudaStream_t):
+// a channel reduction (V always: its per-channel scale needs every key; K when smooth_k), then
+// one fused pass per tensor that reads each input once.
+fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
+                                   const fp8attn_quant_options* options, fp8attn_kv_cache* cache,
+                                   void* workspace, size_t workspace_bytes, void* stream);
+
+// The quantized Q of one call, contiguous, carved out of one device buffer.
+typedef struct fp8attn_q_quant {
+  int32_t batch, seqlen_q, heads, head_dim;
+  void* q;            // E4M3 (batch, seqlen_q, heads, 128)
+  float* q_descale;   // (batch, heads, seqlen_q)
+  float* lse_bias;    // (batch, heads, seqlen_q): softmax_scale * q . k_mean (zeros if K not
+                      // smoothed; then fp8attn_fwd_params_from_quant passes NULL)
+  float softmax_scale;  // the one lse_bias was made with
+} fp8attn_q_quant;
+
+size_t fp8attn_q_quant_bytes(int32_t batch, int32_t seqlen_q, int32_t heads, int32_t head_dim);
+fp8attn_status fp8attn_q_quant_init(fp8attn_q_quant* out, void* buffer, size_t bytes,
+                                    int32_t batch, int32_t seqlen_q, int32_t heads,
+                                    int32_t head_dim);
+
+// BF16 Q (batch, seqlen_q, heads, 128) -> out, with the rotation and K mean of `cache` (whose
+// batch must match and heads_kv divide heads). q_scale is an fp8attn_q_scale.
+fp8attn_status fp8attn_quantize_q(const fp8attn_bf16_tensor* q, const fp8attn_kv_cache* cache,
+                                  int32_t q_scale, float softmax_scale, fp8attn_q_quant* out,
+                                  void* stream);
+
+// Fills the kernel's parameters from a quantized Q and a KV cache: shapes, strides, every
+// descale, lse_bias (when K was smoothed) and o_bias (when V was smoothed). o is BF16
+// (batch, seqlen_q, heads, 128) contiguous; lse may be NULL. causal and p_precision are left at
+// their init values (0).
+fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* params, const fp8attn_q_quant* q,
+                                             const fp8attn_kv_cache* cache, void* o, float* lse);
+
+// Reason for the last non-success status of a pre-pass call on this thread ("" if none).
+const char* fp8attn_quant_last_error(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+
+namespace fp8attn {
+
+using QuantOptions = fp8attn_quant_options;
+using KvCache = fp8attn_kv_cache;
+using QQuant = fp8attn_q_quant;
+using Bf16Tensor = fp8attn_bf16_tensor;
+
+inline QuantOptions default_quant_options() {
+  QuantOptions o;
+  fp8attn_quant_options_init(&o);
+  return o;
+}
+
+// Throws fp8attn::Error with fp8attn_quant_last_error() on any failure.
+inline void check_quant(fp8attn_status s) {
+  if (s != FP8ATTN_SUCCESS) throw Error(s, fp8attn_quant_last_error());
+}
+
+inline void quantize_kv(const Bf16Tensor& k, const Bf16Tensor& v, const QuantOptions& options,
+                        KvCache& cache, void* workspace, size_t workspace_bytes,
+                        void* stream = nullptr) {
+  check_quant(fp8attn_quantize_kv(&k, &v, &options, &cache, workspace, workspace_bytes, stream));
+}
+
+inline void quantize_q(const Bf16Tensor& q, const KvCache& cache, fp8attn_q_scale q_scale,
+                       float softmax_scale, QQuant& out, void* stream = nullptr) {
+  check_quant(fp8attn_quantize_q(&q, &cache, q_scale, softmax_scale, &out, stream));
+}
+
+}  // namespace fp8attn
+#endif  // __cplusplus
+
+#endif  // FP8ATTN_QUANT_H_

@@ -1,0 +1,267 @@
+// CPU mirror of src/quant/: see model/prepass.h. Every FP32 operation below has a twin in
+// src/quant/*.cu, in the same order; keep the two in step (docs/prepass.md lists the order).
+#include "model/prepass.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "model/codecs.h"
+
+// The model builds with -march=x86-64-v3, where GCC would fuse a*b+c into an FMA (even across
+// statements). The GPU code rounds every product separately unless it calls fmaf explicitly, so
+// contraction must be off here; the one intended FMA (the lse_bias dot product) uses std::fma.
+#pragma GCC optimize("fp-contract=off")
+
+namespace fp8attn::model {
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr int kLanes = 8;              // GPU threads per 128-value row
+constexpr int kLaneValues = kHeadDim / kLanes;
+constexpr float kHadamardDescale = 0.0078125f;  // 1/128: H_128 unnormalized, taken out on K
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("fp8attn prepass: " + what);
+}
+
+void check_view(const Bf16View& t, const char* name) {
+  require(t.data != nullptr, std::string(name) + " is null");
+  require(t.head_dim == kHeadDim, std::string(name) + ".head_dim must be 128, got " +
+                                      std::to_string(t.head_dim));
+  require(t.batch > 0 && t.seqlen > 0 && t.heads > 0,
+          std::string(name) + " needs batch, seqlen, heads > 0");
+}
+
+float bf16(uint16_t code) { return bf16_to_float(code); }
+
+float max_of(float a, float b) { return b > a ? b : a; }  // fmaxf on non-NaN inputs
+
+// Row r of a (batch, head) slice: its 128 values after smoothing and rotation, as the GPU holds
+// them in registers before the amax.
+void transformed_row(const Bf16View& x, int b, int s, int h, const float* mean, bool rotate,
+                     uint64_t seed, float* out) {
+  for (int c = 0; c < kHeadDim; ++c) {
+    float f = bf16(x.at(b, s, h, c));
+    if (mean) f = f - mean[c];
+    out[c] = f;
+  }
+  if (rotate) hadamard_rotate_128(out, seed);
+}
+
+float row_amax(const float* row) {
+  float m = 0.0f;
+  for (int c = 0; c < kHeadDim; ++c) m = max_of(m, std::fabs(row[c]));
+  return m;
+}
+
+}  // namespace
+
+Bf16View contiguous_view(const std::vector<uint16_t>& codes, int batch, int seqlen, int heads,
+                         int head_dim) {
+  require(codes.size() == static_cast<size_t>(batch) * seqlen * heads * head_dim,
+          "contiguous_view: size does not match the shape");
+  Bf16View v;
+  v.data = codes.data();
+  v.batch = batch, v.seqlen = seqlen, v.heads = heads, v.head_dim = head_dim;
+  v.stride_h = head_dim;
+  v.stride_s = static_cast<int64_t>(heads) * head_dim;
+  v.stride_b = static_cast<int64_t>(seqlen) * v.stride_s;
+  return v;
+}
+
+void hadamard_rotate_128(float* x, uint64_t seed) {
+  for (int c = 0; c < kHeadDim; ++c) {
+    if (fp8attn_hadamard_sign_negative(seed, c)) x[c] = -x[c];
+  }
+  for (int h = 1; h < kHeadDim; h *= 2) {
+    for (int i = 0; i < kHeadDim; ++i) {
+      if (i & h) continue;
+      const float a = x[i], b = x[i + h];
+      x[i] = a + b;
+      x[i + h] = a - b;
+    }
+  }
+}
+
+GroupScale group_scale(float amax) {
+  // Below 2^-100 the reciprocal could overflow; such a group quantizes to zeros anyway.
+  if (!(amax >= 0x1p-100f && amax <= FLT_MAX)) return {1.0f, 1.0f};
+  return {kE4M3Max / amax, amax / kE4M3Max};
+}
+
+KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
+                       int vt_seqlen_pad) {
+  check_view(k, "k");
+  check_view(v, "v");
+  require(k.batch == v.batch && k.seqlen == v.seqlen && k.heads == v.heads,
+          "k and v shapes differ");
+  require(options.v_scale == FP8ATTN_V_SCALE_CHANNEL || options.v_scale == FP8ATTN_V_SCALE_HEAD,
+          "unknown v_scale");
+  const int B = k.batch, S = k.seqlen, H = k.heads;
+  const int min_pad = (S + FP8ATTN_VT_PAD - 1) / FP8ATTN_VT_PAD * FP8ATTN_VT_PAD;
+  if (vt_seqlen_pad == 0) vt_seqlen_pad = min_pad;
+  require(vt_seqlen_pad >= min_pad && vt_seqlen_pad % FP8ATTN_VT_PAD == 0,
+          "vt_seqlen_pad must be a multiple of 32 and >= seqlen_k rounded up to 32");
+
+  KvCacheHost out;
+  out.batch = B, out.seqlen_k = S, out.heads_kv = H, out.vt_seqlen_pad = vt_seqlen_pad;
+  out.options = options;
+  const int nblk = (S + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK;
+  out.k.assign(static_cast<size_t>(B) * S * H * kHeadDim, 0);
+  out.vt.assign(static_cast<size_t>(B) * H * kHeadDim * vt_seqlen_pad, 0);
+  out.k_descale.assign(static_cast<size_t>(B) * H * nblk, 0.0f);
+  out.v_descale.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
+  out.k_mean.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
+  out.v_mean.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
+  const int nchunks = (S + FP8ATTN_QUANT_STATS_CHUNK - 1) / FP8ATTN_QUANT_STATS_CHUNK;
+  const bool rotate = options.hadamard_qk != 0;
+
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < H; ++h) {
+      const size_t bh = static_cast<size_t>(b) * H + h;
+      float* k_mean = &out.k_mean[bh * kHeadDim];
+      float* v_mean = &out.v_mean[bh * kHeadDim];
+      // Channel statistics: chunk sums in token order, then the chunk sums in chunk order.
+      float v_amax[kHeadDim];
+      for (int c = 0; c < kHeadDim; ++c) {
+        float k_sum = 0.0f, v_sum = 0.0f;
+        float v_max = -INFINITY, v_min = INFINITY;
+        for (int ch = 0; ch < nchunks; ++ch) {
+          float k_part = 0.0f, v_part = 0.0f;
+          const int end = std::min(S, (ch + 1) * FP8ATTN_QUANT_STATS_CHUNK);
+          for (int s = ch * FP8ATTN_QUANT_STATS_CHUNK; s < end; ++s) {
+            const float kv = bf16(k.at(b, s, h, c)), vv = bf16(v.at(b, s, h, c));
+            k_part = k_part + kv;
+            v_part = v_part + vv;
+            v_max = max_of(v_max, vv);
+            v_min = vv < v_min ? vv : v_min;
+          }
+          k_sum = k_sum + k_part;
+          v_sum = v_sum + v_part;
+        }
+        const float n = static_cast<float>(S);
+        k_mean[c] = options.smooth_k ? k_sum / n : 0.0f;
+        v_mean[c] = options.smooth_v ? v_sum / n : 0.0f;
+        v_amax[c] = options.smooth_v ? max_of(v_max - v_mean[c], v_mean[c] - v_min)
+                                     : max_of(v_max, -v_min);
+      }
+      if (options.v_scale == FP8ATTN_V_SCALE_HEAD) {
+        float head_amax = v_amax[0];
+        for (int c = 1; c < kHeadDim; ++c) head_amax = max_of(head_amax, v_amax[c]);
+        std::fill(v_amax, v_amax + kHeadDim, head_amax);
+      }
+      float v_inv[kHeadDim];
+      for (int c = 0; c < kHeadDim; ++c) {
+        const GroupScale g = group_scale(v_amax[c]);
+        v_inv[c] = g.inv;
+        out.v_descale[bh * kHeadDim + c] = g.descale;
+      }
+
+      // K: blocks of 128 keys share one scale.
+      std::vector<float> rows(static_cast<size_t>(FP8ATTN_K_SCALE_BLOCK) * kHeadDim);
+      for (int blk = 0; blk < nblk; ++blk) {
+        const int s0 = blk * FP8ATTN_K_SCALE_BLOCK;
+        const int n_rows = std::min(FP8ATTN_K_SCALE_BLOCK, S - s0);
+        float amax = 0.0f;
+        for (int r = 0; r < n_rows; ++r) {
+          float* row = &rows[static_cast<size_t>(r) * kHeadDim];
+          transformed_row(k, b, s0 + r, h, options.smooth_k ? k_mean : nullptr, rotate,
+                          options.hadamard_seed, row);
+          amax = max_of(amax, row_amax(row));
+        }
+        GroupScale g = group_scale(amax);
+        if (rotate) g.descale = g.descale * kHadamardDescale;
+        out.k_descale[bh * nblk + blk] = g.descale;
+        for (int r = 0; r < n_rows; ++r) {
+          uint8_t* dst = &out.k[((static_cast<size_t>(b) * S + s0 + r) * H + h) * kHeadDim];
+          for (int c = 0; c < kHeadDim; ++c) {
+            dst[c] = float_to_e4m3(rows[static_cast<size_t>(r) * kHeadDim + c] * g.inv);
+          }
+        }
+      }
+
+      // V^T: position p of each 32-key group holds key fp8attn_vt_key_at(p); zeros past S.
+      for (int c = 0; c < kHeadDim; ++c) {
+        uint8_t* dst = &out.vt[(bh * kHeadDim + c) * vt_seqlen_pad];
+        for (int p = 0; p < vt_seqlen_pad; ++p) {
+          const int key = p / FP8ATTN_VT_KEY_GROUP * FP8ATTN_VT_KEY_GROUP +
+                          fp8attn_vt_key_at(p % FP8ATTN_VT_KEY_GROUP);
+          if (key >= S) continue;  // stays zero
+          float f = bf16(v.at(b, key, h, c));
+          if (options.smooth_v) f = f - v_mean[c];
+          dst[p] = float_to_e4m3(f * v_inv[c]);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scale q_scale,
+                     float softmax_scale) {
+  check_view(q, "q");
+  require(q.batch == cache.batch, "q and the KV cache have different batch sizes");
+  require(q.heads % cache.heads_kv == 0, "heads must be a multiple of the cache's heads_kv");
+  require(q_scale == FP8ATTN_Q_SCALE_TOKEN || q_scale == FP8ATTN_Q_SCALE_BLOCK128,
+          "unknown q_scale");
+  const int B = q.batch, S = q.seqlen, H = q.heads, group = q.heads / cache.heads_kv;
+  const bool rotate = cache.options.hadamard_qk != 0;
+  const bool bias = cache.options.smooth_k != 0;
+  const int rows_per_scale = q_scale == FP8ATTN_Q_SCALE_TOKEN ? 1 : 128;
+
+  QQuantHost out;
+  out.batch = B, out.seqlen_q = S, out.heads = H;
+  out.q.assign(static_cast<size_t>(B) * S * H * kHeadDim, 0);
+  out.q_descale.assign(static_cast<size_t>(B) * H * S, 0.0f);
+  out.lse_bias.assign(static_cast<size_t>(B) * H * S, 0.0f);
+
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < H; ++h) {
+      const size_t bh = static_cast<size_t>(b) * H + h;
+      const float* k_mean =
+          &cache.k_mean[(static_cast<size_t>(b) * cache.heads_kv + h / group) * kHeadDim];
+      std::vector<float> rows(static_cast<size_t>(rows_per_scale) * kHeadDim);
+      for (int s0 = 0; s0 < S; s0 += rows_per_scale) {
+        const int n_rows = std::min(rows_per_scale, S - s0);
+        float amax = 0.0f;
+        for (int r = 0; r < n_rows; ++r) {
+          float* row = &rows[static_cast<size_t>(r) * kHeadDim];
+          transformed_row(q, b, s0 + r, h, nullptr, rotate, cache.options.hadamard_seed, row);
+          amax = max_of(amax, row_amax(row));
+        }
+        const GroupScale g = group_scale(amax);
+        for (int r = 0; r < n_rows; ++r) {
+          const int s = s0 + r;
+          uint8_t* dst = &out.q[((static_cast<size_t>(b) * S + s) * H + h) * kHeadDim];
+          for (int c = 0; c < kHeadDim; ++c) {
+            dst[c] = float_to_e4m3(rows[static_cast<size_t>(r) * kHeadDim + c] * g.inv);
+          }
+          out.q_descale[bh * S + s] = g.descale;
+          if (!bias) continue;
+          // q . k_mean as the GPU's 8 lanes form it: an FMA chain per lane, then a tree.
+          float lane_sum[kLanes];
+          for (int l = 0; l < kLanes; ++l) {
+            float acc = 0.0f;
+            for (int i = 0; i < kLaneValues; ++i) {
+              const int c = l * kLaneValues + i;
+              acc = std::fma(bf16(q.at(b, s, h, c)), k_mean[c], acc);
+            }
+            lane_sum[l] = acc;
+          }
+          for (int offset = kLanes / 2; offset > 0; offset /= 2) {
+            for (int l = 0; l < offset; ++l) lane_sum[l] = lane_sum[l] + lane_sum[l + offset];
+          }
+          out.lse_bias[bh * S + s] = softmax_scale * lane_sum[0];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace fp8attn::model

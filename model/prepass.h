@@ -1,0 +1,69 @@
+// The CPU mirror of the quantization pre-pass (src/quant/): the same FP32 operations in the same
+// order, so every output byte and every scale equals the GPU's (tests/gpu/test_quant*.cu checks
+// it). Shapes, options and layouts are those of include/fp8attn/quant.h; docs/prepass.md gives
+// the order of operations.
+#ifndef FP8ATTN_MODEL_PREPASS_H_
+#define FP8ATTN_MODEL_PREPASS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "include/fp8attn/quant.h"
+
+namespace fp8attn::model {
+
+// A host BF16 tensor (batch, seqlen, heads, head_dim) given as raw BF16 codes; the last dimension
+// is contiguous.
+struct Bf16View {
+  const uint16_t* data = nullptr;
+  int batch = 0, seqlen = 0, heads = 0, head_dim = 0;
+  int64_t stride_b = 0, stride_s = 0, stride_h = 0;
+  uint16_t at(int b, int s, int h, int c) const {
+    return data[b * stride_b + s * stride_s + h * stride_h + c];
+  }
+};
+// Contiguous (batch, seqlen, heads, head_dim) view of `codes`.
+Bf16View contiguous_view(const std::vector<uint16_t>& codes, int batch, int seqlen, int heads,
+                         int head_dim);
+
+// Host copy of an fp8attn_kv_cache (same layouts, contiguous).
+struct KvCacheHost {
+  int batch = 0, seqlen_k = 0, heads_kv = 0, vt_seqlen_pad = 0;
+  fp8attn_quant_options options{};
+  std::vector<uint8_t> k;          // (b, sk, h_kv, 128)
+  std::vector<uint8_t> vt;         // (b, h_kv, 128, vt_seqlen_pad), permuted, zero padded
+  std::vector<float> k_descale;    // (b, h_kv, ceil(sk / 128))
+  std::vector<float> v_descale;    // (b, h_kv, 128)
+  std::vector<float> k_mean;       // (b, h_kv, 128)
+  std::vector<float> v_mean;       // (b, h_kv, 128)
+};
+
+// Host copy of an fp8attn_q_quant.
+struct QQuantHost {
+  int batch = 0, seqlen_q = 0, heads = 0;
+  std::vector<uint8_t> q;          // (b, sq, h, 128)
+  std::vector<float> q_descale;    // (b, h, sq)
+  std::vector<float> lse_bias;     // (b, h, sq)
+};
+
+// Throws std::invalid_argument on shapes the GPU pre-pass rejects (head_dim != 128, ...).
+// vt_seqlen_pad = 0 picks seqlen_k rounded up to 32.
+KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
+                       int vt_seqlen_pad = 0);
+QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scale q_scale,
+                     float softmax_scale);
+
+// The pieces, exposed for the CPU tests.
+// In place on 128 values: the sign flips of `seed`, then the Walsh-Hadamard butterflies with
+// strides 1, 2, 4, ..., 64 (unnormalized: the result is sqrt(128) times an orthogonal rotation).
+void hadamard_rotate_128(float* x, uint64_t seed);
+// Scale pair of a group with largest magnitude amax: multiply by `inv` to quantize, multiply the
+// E4M3 value by `descale` to dequantize. amax = 0 (or too small to invert) gives 1 and 1.
+struct GroupScale {
+  float inv, descale;
+};
+GroupScale group_scale(float amax);
+
+}  // namespace fp8attn::model
+
+#endif  // FP8ATTN_MODEL_PREPASS_H_

@@ -1,0 +1,376 @@
+// The pre-pass C ABI (include/fp8attn/quant.h): argument checks, buffer layouts, launches.
+#include <cstdio>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "fp8attn/quant.h"
+#include "quant/launch.h"
+#include "quant/quant_common.cuh"
+
+namespace fp8attn::quant {
+namespace {
+
+thread_local std::string g_last_error;
+
+fp8attn_status fail(fp8attn_status status, const std::string& what) {
+  g_last_error = "fp8attn pre-pass: " + what;
+  return status;
+}
+
+fp8attn_status cuda_fail(cudaError_t e, const char* where) {
+  return fail(FP8ATTN_ERROR_CUDA, std::string(where) + ": " + cudaGetErrorString(e));
+}
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+int default_vt_pad(int seqlen_k) { return ceil_div(seqlen_k, FP8ATTN_VT_PAD) * FP8ATTN_VT_PAD; }
+
+// Carves consecutive 256-byte aligned pieces out of a buffer (or just counts with base null).
+class Carver {
+ public:
+  explicit Carver(void* base) : base_(static_cast<char*>(base)) {}
+  template <typename T>
+  T* take(size_t count) {
+    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += align_up(count * sizeof(T));
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  char* base_;
+  size_t used_ = 0;
+};
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+fp8attn_status check_tensor(const fp8attn_bf16_tensor* t, const char* name) {
+  if (t == nullptr || t->data == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                                                      std::string(name) + " is null");
+  if (t->head_dim != kHeadDim) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, std::string(name) + ".head_dim must be 128, got " +
+                                                    std::to_string(t->head_dim));
+  }
+  if (t->batch <= 0 || t->seqlen <= 0 || t->heads <= 0) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                std::string(name) + ": batch, seqlen and heads must be > 0");
+  }
+  if (!aligned16(t->data) || t->stride_b % 8 || t->stride_s % 8 || t->stride_h % 8) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                std::string(name) + ": data and strides must be 16-byte aligned (strides "
+                                    "multiples of 8 elements)");
+  }
+  return FP8ATTN_SUCCESS;
+}
+
+Bf16Input input_of(const fp8attn_bf16_tensor& t) {
+  return {static_cast<const uint16_t*>(t.data), t.stride_b, t.stride_s, t.stride_h,
+          t.batch,  t.seqlen, t.heads};
+}
+
+fp8attn_status check_device() {
+  int dev = 0, major = 0, minor = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (e != cudaSuccess) {
+    return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE,
+                std::string("no usable CUDA device: ") + cudaGetErrorString(e));
+  }
+  if (major != 9 || minor != 0) {
+    return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE, "needs an sm_90 device, found sm_" +
+                                                      std::to_string(major * 10 + minor));
+  }
+  return FP8ATTN_SUCCESS;
+}
+
+void hadamard_bits(uint64_t seed, uint32_t (&bits)[4]) {
+  for (int w = 0; w < 4; ++w) bits[w] = 0;
+  for (int c = 0; c < kHeadDim; ++c) {
+    if (fp8attn_hadamard_sign_negative(seed, c)) bits[c / 32] |= 1u << (c % 32);
+  }
+}
+
+struct KvWorkspace {
+  float *k_part_sum, *v_part_sum, *v_part_max, *v_part_min, *v_inv;
+};
+KvWorkspace carve_kv_workspace(Carver& c, int batch, int seqlen_k, int heads_kv) {
+  const size_t parts = static_cast<size_t>(batch) * heads_kv *
+                       ceil_div(seqlen_k, FP8ATTN_QUANT_STATS_CHUNK) * kHeadDim;
+  KvWorkspace w;
+  w.k_part_sum = c.take<float>(parts);
+  w.v_part_sum = c.take<float>(parts);
+  w.v_part_max = c.take<float>(parts);
+  w.v_part_min = c.take<float>(parts);
+  w.v_inv = c.take<float>(static_cast<size_t>(batch) * heads_kv * kHeadDim);
+  return w;
+}
+
+void carve_kv_cache(Carver& c, fp8attn_kv_cache* cache, int batch, int seqlen_k, int heads_kv,
+                    int vt_pad) {
+  const size_t bh = static_cast<size_t>(batch) * heads_kv;
+  cache->k = c.take<uint8_t>(bh * seqlen_k * kHeadDim);
+  cache->vt = c.take<uint8_t>(bh * kHeadDim * vt_pad);
+  cache->k_descale = c.take<float>(bh * ceil_div(seqlen_k, FP8ATTN_K_SCALE_BLOCK));
+  cache->v_descale = c.take<float>(bh * kHeadDim);
+  cache->k_mean = c.take<float>(bh * kHeadDim);
+  cache->v_mean = c.take<float>(bh * kHeadDim);
+}
+
+void carve_q_quant(Carver& c, fp8attn_q_quant* out, int batch, int seqlen_q, int heads) {
+  const size_t bh = static_cast<size_t>(batch) * heads;
+  out->q = c.take<uint8_t>(bh * seqlen_q * kHeadDim);
+  out->q_descale = c.take<float>(bh * seqlen_q);
+  out->lse_bias = c.take<float>(bh * seqlen_q);
+}
+
+bool shape_ok(int batch, int seqlen, int heads, int head_dim) {
+  return batch > 0 && seqlen > 0 && heads > 0 && head_dim == kHeadDim;
+}
+
+}  // namespace
+}  // namespace fp8attn::quant
+
+using namespace fp8attn::quant;
+
+extern "C" {
+
+const char* fp8attn_quant_last_error(void) { return g_last_error.c_str(); }
+
+void fp8attn_quant_options_init(fp8attn_quant_options* o) {
+  o->smooth_k = 1;
+  o->smooth_v = 1;
+  o->hadamard_qk = 0;
+  o->q_scale = FP8ATTN_Q_SCALE_TOKEN;
+  o->v_scale = FP8ATTN_V_SCALE_CHANNEL;
+  o->hadamard_seed = 0x5EED5EED5EED5EEDull;
+}
+
+size_t fp8attn_kv_cache_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv, int32_t head_dim,
+                              int32_t vt_seqlen_pad) {
+  if (!shape_ok(batch, seqlen_k, heads_kv, head_dim)) return 0;
+  if (vt_seqlen_pad == 0) vt_seqlen_pad = default_vt_pad(seqlen_k);
+  Carver c(nullptr);
+  fp8attn_kv_cache tmp{};
+  carve_kv_cache(c, &tmp, batch, seqlen_k, heads_kv, vt_seqlen_pad);
+  return c.used();
+}
+
+fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size_t bytes,
+                                     int32_t batch, int32_t seqlen_k, int32_t heads_kv,
+                                     int32_t head_dim, int32_t vt_seqlen_pad) {
+  if (cache == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "cache is null");
+  if (!shape_ok(batch, seqlen_k, heads_kv, head_dim)) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "kv cache: batch, seqlen_k, heads_kv must be > 0 and head_dim 128");
+  }
+  if (vt_seqlen_pad == 0) vt_seqlen_pad = default_vt_pad(seqlen_k);
+  if (vt_seqlen_pad < default_vt_pad(seqlen_k) || vt_seqlen_pad % FP8ATTN_VT_PAD) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "vt_seqlen_pad must be a multiple of 32 and >= seqlen_k rounded up to 32, got " +
+                    std::to_string(vt_seqlen_pad));
+  }
+  const size_t need = fp8attn_kv_cache_bytes(batch, seqlen_k, heads_kv, head_dim, vt_seqlen_pad);
+  if (buffer == nullptr || reinterpret_cast<uintptr_t>(buffer) % kAlign || bytes < need) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "kv cache buffer must be 256-byte aligned and hold " + std::to_string(need) +
+                    " bytes, got " + std::to_string(bytes));
+  }
+  *cache = fp8attn_kv_cache{};
+  cache->batch = batch, cache->seqlen_k = seqlen_k, cache->heads_kv = heads_kv;
+  cache->head_dim = head_dim, cache->vt_seqlen_pad = vt_seqlen_pad;
+  Carver c(buffer);
+  carve_kv_cache(c, cache, batch, seqlen_k, heads_kv, vt_seqlen_pad);
+  fp8attn_quant_options_init(&cache->options);
+  return FP8ATTN_SUCCESS;
+}
+
+size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv) {
+  if (!shape_ok(batch, seqlen_k, heads_kv, kHeadDim)) return 0;
+  Carver c(nullptr);
+  carve_kv_workspace(c, batch, seqlen_k, heads_kv);
+  return c.used();
+}
+
+fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
+                                   const fp8attn_quant_options* options, fp8attn_kv_cache* cache,
+                                   void* workspace, size_t workspace_bytes, void* stream) {
+  if (fp8attn_status s = check_tensor(k, "k"); s != FP8ATTN_SUCCESS) return s;
+  if (fp8attn_status s = check_tensor(v, "v"); s != FP8ATTN_SUCCESS) return s;
+  if (options == nullptr || cache == nullptr) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "options or cache is null");
+  }
+  if (k->batch != v->batch || k->seqlen != v->seqlen || k->heads != v->heads) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "k and v shapes differ");
+  }
+  if (cache->k == nullptr || cache->batch != k->batch || cache->seqlen_k != k->seqlen ||
+      cache->heads_kv != k->heads) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "cache not initialized for this shape (fp8attn_kv_cache_init with k's batch, "
+                "seqlen, heads)");
+  }
+  if (options->v_scale != FP8ATTN_V_SCALE_CHANNEL && options->v_scale != FP8ATTN_V_SCALE_HEAD) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " +
+                                                    std::to_string(options->v_scale));
+  }
+  const size_t need = fp8attn_quantize_kv_workspace_bytes(k->batch, k->seqlen, k->heads);
+  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % kAlign ||
+      workspace_bytes < need) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "workspace must be 256-byte aligned and hold " + std::to_string(need) +
+                    " bytes, got " + std::to_string(workspace_bytes));
+  }
+  if (fp8attn_status s = check_device(); s != FP8ATTN_SUCCESS) return s;
+  cache->options = *options;
+  const auto st = static_cast<cudaStream_t>(stream);
+  Carver c(workspace);
+  const KvWorkspace ws = carve_kv_workspace(c, k->batch, k->seqlen, k->heads);
+
+  KvStatsArgs stats{};
+  stats.k = input_of(*k);
+  stats.v = input_of(*v);
+  stats.smooth_k = options->smooth_k != 0;
+  stats.smooth_v = options->smooth_v != 0;
+  stats.v_scale_per_head = options->v_scale == FP8ATTN_V_SCALE_HEAD;
+  stats.nchunks = ceil_div(k->seqlen, FP8ATTN_QUANT_STATS_CHUNK);
+  stats.k_part_sum = ws.k_part_sum, stats.v_part_sum = ws.v_part_sum;
+  stats.v_part_max = ws.v_part_max, stats.v_part_min = ws.v_part_min;
+  stats.k_mean = cache->k_mean, stats.v_mean = cache->v_mean;
+  stats.v_descale = cache->v_descale, stats.v_inv = ws.v_inv;
+  if (cudaError_t e = launch_kv_stats(stats, st); e != cudaSuccess) return cuda_fail(e, "kv stats");
+
+  RowQuantArgs rows{};
+  rows.x = input_of(*k);
+  rows.out = static_cast<uint8_t*>(cache->k);
+  rows.descale = cache->k_descale;
+  rows.descale_per_row = false;
+  rows.group_rows = FP8ATTN_K_SCALE_BLOCK;
+  rows.rotate = options->hadamard_qk != 0;
+  hadamard_bits(options->hadamard_seed, rows.negate_bits);
+  rows.descale_factor = rows.rotate ? kHadamardDescale : 1.0f;
+  rows.mean = options->smooth_k ? cache->k_mean : nullptr;
+  if (cudaError_t e = launch_quantize_rows(rows, st); e != cudaSuccess) {
+    return cuda_fail(e, "quantize k");
+  }
+
+  VtQuantArgs vt{};
+  vt.v = input_of(*v);
+  vt.v_mean = options->smooth_v ? cache->v_mean : nullptr;
+  vt.v_inv = ws.v_inv;
+  vt.vt = static_cast<uint8_t*>(cache->vt);
+  vt.vt_pad = cache->vt_seqlen_pad;
+  if (cudaError_t e = launch_quantize_vt(vt, st); e != cudaSuccess) {
+    return cuda_fail(e, "quantize v");
+  }
+  return FP8ATTN_SUCCESS;
+}
+
+size_t fp8attn_q_quant_bytes(int32_t batch, int32_t seqlen_q, int32_t heads, int32_t head_dim) {
+  if (!shape_ok(batch, seqlen_q, heads, head_dim)) return 0;
+  Carver c(nullptr);
+  fp8attn_q_quant tmp{};
+  carve_q_quant(c, &tmp, batch, seqlen_q, heads);
+  return c.used();
+}
+
+fp8attn_status fp8attn_q_quant_init(fp8attn_q_quant* out, void* buffer, size_t bytes,
+                                    int32_t batch, int32_t seqlen_q, int32_t heads,
+                                    int32_t head_dim) {
+  if (out == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant is null");
+  if (!shape_ok(batch, seqlen_q, heads, head_dim)) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "q quant: batch, seqlen_q, heads must be > 0 and head_dim 128");
+  }
+  const size_t need = fp8attn_q_quant_bytes(batch, seqlen_q, heads, head_dim);
+  if (buffer == nullptr || reinterpret_cast<uintptr_t>(buffer) % kAlign || bytes < need) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "q buffer must be 256-byte aligned and hold " + std::to_string(need) +
+                    " bytes, got " + std::to_string(bytes));
+  }
+  *out = fp8attn_q_quant{};
+  out->batch = batch, out->seqlen_q = seqlen_q, out->heads = heads, out->head_dim = head_dim;
+  Carver c(buffer);
+  carve_q_quant(c, out, batch, seqlen_q, heads);
+  return FP8ATTN_SUCCESS;
+}
+
+fp8attn_status fp8attn_quantize_q(const fp8attn_bf16_tensor* q, const fp8attn_kv_cache* cache,
+                                  int32_t q_scale, float softmax_scale, fp8attn_q_quant* out,
+                                  void* stream) {
+  if (fp8attn_status s = check_tensor(q, "q"); s != FP8ATTN_SUCCESS) return s;
+  if (cache == nullptr || out == nullptr || out->q == nullptr) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "cache or q_quant is null / not initialized");
+  }
+  if (out->batch != q->batch || out->seqlen_q != q->seqlen || out->heads != q->heads) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant was initialized for another shape");
+  }
+  if (cache->batch != q->batch || cache->heads_kv <= 0 || q->heads % cache->heads_kv) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "q and the KV cache disagree: batch must match and heads_kv divide heads (q "
+                "heads " + std::to_string(q->heads) + ", cache heads_kv " +
+                    std::to_string(cache->heads_kv) + ")");
+  }
+  if (q_scale != FP8ATTN_Q_SCALE_TOKEN && q_scale != FP8ATTN_Q_SCALE_BLOCK128) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown q_scale " + std::to_string(q_scale));
+  }
+  if (fp8attn_status s = check_device(); s != FP8ATTN_SUCCESS) return s;
+  out->softmax_scale = softmax_scale;
+
+  RowQuantArgs rows{};
+  rows.x = input_of(*q);
+  rows.out = static_cast<uint8_t*>(out->q);
+  rows.descale = out->q_descale;
+  rows.descale_per_row = true;
+  rows.group_rows = q_scale == FP8ATTN_Q_SCALE_TOKEN ? 1 : 128;
+  rows.rotate = cache->options.hadamard_qk != 0;
+  hadamard_bits(cache->options.hadamard_seed, rows.negate_bits);
+  rows.descale_factor = 1.0f;
+  rows.mean = nullptr;
+  rows.lse_bias = out->lse_bias;
+  rows.k_mean = cache->options.smooth_k ? cache->k_mean : nullptr;
+  rows.heads_per_kv = q->heads / cache->heads_kv;
+  rows.softmax_scale = softmax_scale;
+  if (cudaError_t e = launch_quantize_rows(rows, static_cast<cudaStream_t>(stream));
+      e != cudaSuccess) {
+    return cuda_fail(e, "quantize q");
+  }
+  return FP8ATTN_SUCCESS;
+}
+
+fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* p, const fp8attn_q_quant* q,
+                                             const fp8attn_kv_cache* cache, void* o, float* lse) {
+  if (p == nullptr || q == nullptr || cache == nullptr || q->q == nullptr || cache->k == nullptr) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "params, q_quant or cache is null");
+  }
+  if (q->batch != cache->batch || q->heads % cache->heads_kv) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant and cache disagree on batch / heads");
+  }
+  const int B = q->batch, SQ = q->seqlen_q, SK = cache->seqlen_k, H = q->heads;
+  const int HKV = cache->heads_kv, D = kHeadDim, PAD = cache->vt_seqlen_pad;
+  fp8attn_fwd_params_init(p, B, SQ, SK, H, HKV, D);
+  p->q = q->q;  // contiguous strides from init
+  p->k = cache->k;
+  p->vt = cache->vt;
+  p->vt_seqlen_pad = PAD;
+  p->vt_stride_d = PAD;
+  p->vt_stride_h = static_cast<int64_t>(D) * PAD;
+  p->vt_stride_b = static_cast<int64_t>(HKV) * D * PAD;
+  p->o = o;
+  p->lse = lse;
+  p->q_descale = q->q_descale;
+  p->qd_stride_s = 1, p->qd_stride_h = SQ, p->qd_stride_b = static_cast<int64_t>(H) * SQ;
+  const int nblk = ceil_div(SK, FP8ATTN_K_SCALE_BLOCK);
+  p->k_descale = cache->k_descale;
+  p->kd_stride_blk = 1, p->kd_stride_h = nblk, p->kd_stride_b = static_cast<int64_t>(HKV) * nblk;
+  p->v_descale = cache->v_descale;
+  p->vd_stride_d = 1, p->vd_stride_h = D, p->vd_stride_b = static_cast<int64_t>(HKV) * D;
+  p->lse_bias = cache->options.smooth_k ? q->lse_bias : nullptr;
+  p->o_bias = cache->options.smooth_v ? cache->v_mean : nullptr;
+  p->ob_stride_h = D, p->ob_stride_b = static_cast<int64_t>(HKV) * D;
+  p->softmax_scale = q->softmax_scale;
+  return FP8ATTN_SUCCESS;
+}
+
+}  // extern "C"
