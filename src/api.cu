@@ -1,0 +1,279 @@
+// The C ABI of fp8attn_attention_fwd: validate every argument, describe the tensors to TMA,
+// launch. Validation runs before any device work, so bad input never reaches the kernel.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "attn/config.h"
+#include "attn/kernel.cuh"
+#include "fp8attn/fp8attn.h"
+
+namespace {
+
+thread_local std::string g_last_error;
+
+fp8attn_status fail(fp8attn_status s, const std::string& msg) {
+  g_last_error = "fp8attn: " + msg;
+  return s;
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// Everything about the arguments that can be checked without the device.
+fp8attn_status check_params(const fp8attn_fwd_params* p) {
+  using S = fp8attn_status;
+  const S bad = FP8ATTN_ERROR_INVALID_ARGUMENT;
+  if (!p) return fail(bad, "params is NULL");
+  if (p->head_dim != 128) return fail(bad, "head_dim must be 128, got " + str(p->head_dim));
+  if (p->batch < 0 || p->seqlen_q < 0 || p->seqlen_k < 0)
+    return fail(bad, "negative batch/seqlen: batch=" + str(p->batch) + " seqlen_q=" +
+                         str(p->seqlen_q) + " seqlen_k=" + str(p->seqlen_k));
+  if (p->heads <= 0 || p->heads_kv <= 0)
+    return fail(bad, "heads and heads_kv must be positive, got " + str(p->heads) + ", " +
+                         str(p->heads_kv));
+  if (p->heads % p->heads_kv != 0)
+    return fail(bad, "heads (" + str(p->heads) + ") must be a multiple of heads_kv (" +
+                         str(p->heads_kv) + ")");
+  if (p->batch == 0 || p->seqlen_q == 0) return FP8ATTN_SUCCESS;  // empty output: nothing to do
+  if (p->seqlen_k == 0)
+    return fail(bad, "seqlen_k is 0: attention over no keys is undefined (seqlen_q=" +
+                         str(p->seqlen_q) + ")");
+  if (!p->q || !p->k || !p->vt || !p->o) return fail(bad, "q, k, vt and o must not be NULL");
+  if (!aligned16(p->q) || !aligned16(p->k) || !aligned16(p->vt) || !aligned16(p->o))
+    return fail(bad, "q, k, vt and o must be 16-byte aligned");
+  if (!(std::isfinite(p->softmax_scale) && p->softmax_scale > 0.f))
+    return fail(bad, "softmax_scale must be finite and > 0");
+  if (p->causal != 0 && p->causal != 1) return fail(bad, "causal must be 0 or 1");
+  if (p->p_precision != FP8ATTN_P_E4M3 && p->p_precision != FP8ATTN_P_E4M3_HILO)
+    return fail(bad, "unknown p_precision " + str(p->p_precision));
+  // TMA: every stride but the innermost a positive multiple of 16 bytes (E4M3: 16 elements).
+  const struct {
+    const char* name;
+    int64_t v;
+  } fp8_strides[] = {{"q_stride_b", p->q_stride_b},   {"q_stride_s", p->q_stride_s},
+                     {"q_stride_h", p->q_stride_h},   {"k_stride_b", p->k_stride_b},
+                     {"k_stride_s", p->k_stride_s},   {"k_stride_h", p->k_stride_h},
+                     {"vt_stride_b", p->vt_stride_b}, {"vt_stride_h", p->vt_stride_h},
+                     {"vt_stride_d", p->vt_stride_d}};
+  for (const auto& s : fp8_strides)
+    if (s.v <= 0 || s.v % 16 != 0 || s.v >= (int64_t{1} << 40))
+      return fail(bad, std::string(s.name) + " = " + str(s.v) +
+                           ": must be a positive multiple of 16 elements (TMA)");
+  if (p->q_stride_h < 128 || p->k_stride_h < 128)
+    return fail(bad, "q_stride_h and k_stride_h must be >= head_dim (128)");
+  const int64_t pad_min = (int64_t{p->seqlen_k} + FP8ATTN_VT_PAD - 1) / FP8ATTN_VT_PAD * FP8ATTN_VT_PAD;
+  if (p->vt_seqlen_pad < pad_min || p->vt_seqlen_pad % FP8ATTN_VT_PAD != 0)
+    return fail(bad, "vt_seqlen_pad = " + str(p->vt_seqlen_pad) + ": must be a multiple of " +
+                         str(FP8ATTN_VT_PAD) + " and >= " + str(pad_min));
+  if (p->vt_stride_d < p->vt_seqlen_pad)
+    return fail(bad, "vt_stride_d must be >= vt_seqlen_pad");
+  if (p->vt_stride_h < 128 * p->vt_stride_d)
+    return fail(bad, "vt_stride_h must be >= head_dim * vt_stride_d");
+  const struct {
+    const char* name;
+    int64_t v;
+  } o_strides[] = {{"o_stride_b", p->o_stride_b}, {"o_stride_s", p->o_stride_s},
+                   {"o_stride_h", p->o_stride_h}};
+  for (const auto& s : o_strides)
+    if (s.v <= 0 || s.v % 8 != 0)
+      return fail(bad, std::string(s.name) + " = " + str(s.v) +
+                           ": must be a positive multiple of 8 elements (16 bytes of BF16)");
+  const struct {
+    const char* name;
+    int64_t v;
+  } scale_strides[] = {{"qd_stride_b", p->qd_stride_b},     {"qd_stride_h", p->qd_stride_h},
+                       {"qd_stride_s", p->qd_stride_s},     {"kd_stride_b", p->kd_stride_b},
+                       {"kd_stride_h", p->kd_stride_h},     {"kd_stride_blk", p->kd_stride_blk},
+                       {"vd_stride_b", p->vd_stride_b},     {"vd_stride_h", p->vd_stride_h},
+                       {"vd_stride_d", p->vd_stride_d},     {"ob_stride_b", p->ob_stride_b},
+                       {"ob_stride_h", p->ob_stride_h}};
+  for (const auto& s : scale_strides)
+    if (s.v < 0) return fail(bad, std::string(s.name) + " must be >= 0 (0 broadcasts)");
+  const void* fptrs[] = {p->q_descale, p->k_descale, p->v_descale, p->lse, p->lse_bias, p->o_bias};
+  for (const void* f : fptrs)
+    if (f && (reinterpret_cast<uintptr_t>(f) & 3))
+      return fail(bad, "float arrays (descales, lse, lse_bias, o_bias) must be 4-byte aligned");
+  return FP8ATTN_SUCCESS;
+}
+
+fp8attn_status check_device(int* num_sms) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE, "no CUDA device");
+  }
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+    return fail(FP8ATTN_ERROR_CUDA, "cudaGetDeviceProperties failed");
+  if (prop.major != 9 || prop.minor != 0)
+    return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE,
+                std::string("needs an sm_90 (Hopper) device; device ") + std::to_string(dev) +
+                    " is " + prop.name + " (sm_" + std::to_string(prop.major) +
+                    std::to_string(prop.minor) + ")");
+  *num_sms = prop.multiProcessorCount;
+  return FP8ATTN_SUCCESS;
+}
+
+// 4-D E4M3 tensor map with 128-byte swizzle. dims/strides innermost first; strides in bytes for
+// dims 1..3.
+bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
+                 const cuuint64_t strides[3], const cuuint32_t box[4]) {
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  const CUresult r = cuTensorMapEncodeTiled(
+      map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void*>(base), dims, strides, box,
+      elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+bool one_level_accumulation() {
+  static const bool one = [] {
+    const char* e = std::getenv("FP8ATTN_ACCUMULATION");
+    return e && std::string(e) == "one-level";
+  }();
+  return one;
+}
+
+template <class Cfg>
+fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t stream) {
+  using namespace fp8attn::attn;
+  KernelParams kp{};
+  {
+    const cuuint64_t dq[4] = {128, cuuint64_t(p.heads), cuuint64_t(p.seqlen_q), cuuint64_t(p.batch)};
+    const cuuint64_t sq[3] = {cuuint64_t(p.q_stride_h), cuuint64_t(p.q_stride_s), cuuint64_t(p.q_stride_b)};
+    const cuuint32_t bq[4] = {128, 1, Cfg::kBlockM, 1};
+    const cuuint64_t dk[4] = {128, cuuint64_t(p.heads_kv), cuuint64_t(p.seqlen_k), cuuint64_t(p.batch)};
+    const cuuint64_t sk[3] = {cuuint64_t(p.k_stride_h), cuuint64_t(p.k_stride_s), cuuint64_t(p.k_stride_b)};
+    const cuuint32_t bk[4] = {128, 1, Cfg::kBlockN, 1};
+    const cuuint64_t dv[4] = {cuuint64_t(p.vt_seqlen_pad), 128, cuuint64_t(p.heads_kv), cuuint64_t(p.batch)};
+    const cuuint64_t sv[3] = {cuuint64_t(p.vt_stride_d), cuuint64_t(p.vt_stride_h), cuuint64_t(p.vt_stride_b)};
+    const cuuint32_t bv[4] = {Cfg::kBlockN, 128, 1, 1};
+    if (!make_tma_4d(&kp.tma_q, p.q, dq, sq, bq) || !make_tma_4d(&kp.tma_k, p.k, dk, sk, bk) ||
+        !make_tma_4d(&kp.tma_vt, p.vt, dv, sv, bv))
+      return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                  "cuTensorMapEncodeTiled rejected a tensor (strides/extents out of TMA range)");
+  }
+  kp.batch = p.batch;
+  kp.seqlen_q = p.seqlen_q;
+  kp.seqlen_k = p.seqlen_k;
+  kp.heads = p.heads;
+  kp.heads_kv = p.heads_kv;
+  kp.q_per_kv = p.heads / p.heads_kv;
+  kp.num_m_blocks = (p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM;
+  const int64_t tiles = int64_t{kp.num_m_blocks} * p.heads * p.batch;
+  if (tiles >= (int64_t{1} << 31)) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "too many tiles");
+  kp.num_tiles = static_cast<int>(tiles);
+  kp.causal = p.causal;
+  kp.softmax_scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  kp.o = static_cast<__nv_bfloat16*>(p.o);
+  kp.o_stride_b = p.o_stride_b;
+  kp.o_stride_s = p.o_stride_s;
+  kp.o_stride_h = p.o_stride_h;
+  kp.lse = p.lse;
+  kp.q_descale = p.q_descale;
+  kp.qd_stride_b = p.qd_stride_b;
+  kp.qd_stride_h = p.qd_stride_h;
+  kp.qd_stride_s = p.qd_stride_s;
+  kp.k_descale = p.k_descale;
+  kp.kd_stride_b = p.kd_stride_b;
+  kp.kd_stride_h = p.kd_stride_h;
+  kp.kd_stride_blk = p.kd_stride_blk;
+  kp.v_descale = p.v_descale;
+  kp.vd_stride_b = p.vd_stride_b;
+  kp.vd_stride_h = p.vd_stride_h;
+  kp.vd_stride_d = p.vd_stride_d;
+  kp.lse_bias = p.lse_bias;
+  kp.o_bias = p.o_bias;
+  kp.ob_stride_b = p.ob_stride_b;
+  kp.ob_stride_h = p.ob_stride_h;
+
+  constexpr int kSmem = sizeof(SharedStorage<Cfg>) + 1024;
+  static std::once_flag once;
+  static cudaError_t attr_err = cudaSuccess;
+  std::call_once(once, [] {
+    attr_err = cudaFuncSetAttribute(attention_fwd_kernel<Cfg>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  });
+  if (attr_err != cudaSuccess)
+    return fail(FP8ATTN_ERROR_CUDA, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(attr_err));
+  // FP8ATTN_PERSISTENT=1: one CTA per SM walking tiles; default: one CTA per tile, the hardware
+  // block scheduler hands out tiles in order (heavy first for causal).
+  static const bool persistent = [] {
+    const char* e = std::getenv("FP8ATTN_PERSISTENT");
+    return e && e[0] == '1';
+  }();
+  const int grid = persistent ? std::min(kp.num_tiles, num_sms) : kp.num_tiles;
+  attention_fwd_kernel<Cfg><<<grid, Cfg::kThreads, kSmem, stream>>>(kp);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return fail(FP8ATTN_ERROR_CUDA, std::string("launch: ") + cudaGetErrorString(e));
+  return FP8ATTN_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+void fp8attn_fwd_params_init(fp8attn_fwd_params* p, int32_t batch, int32_t seqlen_q,
+                             int32_t seqlen_k, int32_t heads, int32_t heads_kv, int32_t head_dim) {
+  *p = fp8attn_fwd_params{};
+  p->batch = batch;
+  p->seqlen_q = seqlen_q;
+  p->seqlen_k = seqlen_k;
+  p->heads = heads;
+  p->heads_kv = heads_kv;
+  p->head_dim = head_dim;
+  p->q_stride_h = head_dim;
+  p->q_stride_s = int64_t{heads} * head_dim;
+  p->q_stride_b = p->q_stride_s * seqlen_q;
+  p->k_stride_h = head_dim;
+  p->k_stride_s = int64_t{heads_kv} * head_dim;
+  p->k_stride_b = p->k_stride_s * seqlen_k;
+  p->vt_seqlen_pad = (seqlen_k + FP8ATTN_VT_PAD - 1) / FP8ATTN_VT_PAD * FP8ATTN_VT_PAD;
+  p->vt_stride_d = p->vt_seqlen_pad;
+  p->vt_stride_h = int64_t{head_dim} * p->vt_stride_d;
+  p->vt_stride_b = int64_t{heads_kv} * p->vt_stride_h;
+  p->o_stride_h = head_dim;
+  p->o_stride_s = int64_t{heads} * head_dim;
+  p->o_stride_b = p->o_stride_s * seqlen_q;
+  p->softmax_scale = head_dim > 0 ? 1.f / std::sqrt(static_cast<float>(head_dim)) : 1.f;
+  p->p_precision = FP8ATTN_P_E4M3;
+}
+
+fp8attn_status fp8attn_check_fwd_params(const fp8attn_fwd_params* params) {
+  g_last_error.clear();
+  return check_params(params);
+}
+
+fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* stream) {
+  g_last_error.clear();
+  fp8attn_status s = check_params(params);
+  if (s != FP8ATTN_SUCCESS) return s;
+  if (params->batch == 0 || params->seqlen_q == 0) return FP8ATTN_SUCCESS;
+  int num_sms = 0;
+  s = check_device(&num_sms);
+  if (s != FP8ATTN_SUCCESS) return s;
+  using namespace fp8attn::attn;
+  const auto st = static_cast<cudaStream_t>(stream);
+  switch (params->p_precision) {
+    case FP8ATTN_P_E4M3:
+      // FP8ATTN_ACCUMULATION=one-level selects FA3-style accumulation in the wgmma accumulator
+      // (a benchmarking knob for the numerics study; two-level is the default).
+      if (one_level_accumulation()) return launch<Config<PPrecision::kE4M3, false>>(*params, num_sms, st);
+      return launch<Config<PPrecision::kE4M3, true>>(*params, num_sms, st);
+    default:
+      return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                  "p_precision E4M3_HILO is not implemented yet in this build");
+  }
+}
+
+const char* fp8attn_last_error(void) { return g_last_error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,51 @@
+// Tile sizes, roles, shared-memory plan and named barriers of the attention kernel.
+#pragma once
+#include <cstdint>
+
+namespace fp8attn::attn {
+
+// P's precision in the P @ V product (see fp8attn_p_precision in the public header).
+enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
+
+template <PPrecision kP_ = PPrecision::kE4M3, bool kTwoLevel_ = true>
+struct Config {
+  static constexpr PPrecision kP = kP_;
+  // Two-level O accumulation (see PVAccumulator in kernel.cuh).
+  static constexpr bool kTwoLevel = kTwoLevel_;
+  static constexpr int kHeadDim = 128;
+  // 64 query rows per consumer warpgroup (the wgmma M), two consumer warpgroups per CTA.
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kBlockM = 64 * kConsumerWarpgroups;
+  // 128 keys per block: the S accumulator (64 regs), the running O (64), the fresh per-block O of
+  // two-level accumulation (64) and two P fragments (2 x 16) must fit in 240 registers. It also
+  // equals FP8ATTN_K_SCALE_BLOCK, so the K descale is one scalar per block.
+  static constexpr int kBlockN = 128;
+  static constexpr int kStages = 2;  // K/V pipeline depth
+  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
+  // setmaxnreg budget: 24 + 2 x 240 per thread of each warpgroup <= 64K registers / 128.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  static constexpr int kTileBytesQ = kBlockM * kHeadDim;  // E4M3: one byte per element
+  static constexpr int kTileBytesK = kBlockN * kHeadDim;
+  static constexpr int kTileBytesV = kHeadDim * kBlockN;
+  static_assert(kHeadDim == 128, "one 128-byte swizzle atom per row: d = 128 E4M3 values");
+  static_assert(kBlockN % 32 == 0, "PV consumes keys 32 at a time (one wgmma k-step)");
+};
+
+// Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.
+template <class Cfg>
+struct alignas(1024) SharedStorage {
+  alignas(1024) uint8_t q[Cfg::kTileBytesQ];
+  alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
+  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kTileBytesV];
+  uint64_t q_full, q_empty;
+  uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
+  uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
+};
+
+// Named barrier ids (0 is __syncthreads). kWarpSchedulerWG0 + i lets consumer warpgroup i issue
+// its GEMMs: the two warpgroups alternate (ping-pong), so one's softmax runs under the other's
+// tensor-core work.
+enum class NamedBarrier : int { kWarpSchedulerWG0 = 1, kWarpSchedulerWG1 = 2 };
+
+}  // namespace fp8attn::attn

@@ -1,0 +1,365 @@
+// The attention kernel: one producer warpgroup (TMA loads) and two consumer warpgroups (wgmma +
+// online softmax), wired in one launch.
+//
+//   producer : Q tile once per tile; then K_n, V_n for n = n_hi-1 down to n_lo into a
+//              kStages-deep ring of shared-memory buffers (mbarrier full/empty pairs).
+//   consumer : per block n, S = Q K_n^T (SS wgmma) -> softmax -> P (E4M3, registers)
+//              -> O_n = P V_n (RS wgmma, fresh accumulator) -> O = O * alpha + O_n.
+//              Intra-warpgroup overlap: the QK^T of block n is issued together with the PV of
+//              block n+1, so the softmax of block n runs while the PV is on the tensor cores.
+//              Ping-pong: the two warpgroups take turns issuing (named barriers), so one's
+//              softmax also runs under the other's GEMMs.
+//   epilogue : O * v_descale / l (+ o_bias) -> BF16, LSE -> FP32, straight from registers.
+#pragma once
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include "attn/config.h"
+#include "attn/params.h"
+#include "attn/scheduler.cuh"
+#include "attn/softmax.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/warpgroup.cuh"
+#include "ptx/wgmma_fp8.cuh"
+
+namespace fp8attn::attn {
+
+// Position in a ring of kStages buffers and the parity of the barrier phase to wait for.
+template <int kStages>
+struct PipelineState {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Producer: one thread issues every TMA load.
+template <class Cfg>
+__device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cfg>& sm) {
+  PipelineState<Cfg::kStages> kv;  // K and V advance together
+  uint32_t q_phase = 0;
+  for (int t = TileScheduler::first(); t < p.num_tiles; t = TileScheduler::next(t)) {
+    const Tile tile = TileScheduler::at(p, t);
+    const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
+    if (kr.n_hi <= kr.n_lo) continue;
+    const int kv_head = tile.head / p.q_per_kv;
+    ptx::mbar_wait(&sm.q_empty, q_phase ^ 1);
+    ptx::mbar_arrive_expect_tx(&sm.q_full, Cfg::kTileBytesQ);
+    ptx::tma_load_4d(sm.q, &p.tma_q, &sm.q_full, 0, tile.head, tile.m_block * Cfg::kBlockM,
+                     tile.batch);
+    for (int n = kr.n_hi - 1; n >= kr.n_lo; --n) {
+      ptx::mbar_wait(&sm.k_empty[kv.stage], kv.phase ^ 1);
+      ptx::mbar_arrive_expect_tx(&sm.k_full[kv.stage], Cfg::kTileBytesK);
+      ptx::tma_load_4d(sm.k[kv.stage], &p.tma_k, &sm.k_full[kv.stage], 0, kv_head,
+                       n * Cfg::kBlockN, tile.batch);
+      ptx::mbar_wait(&sm.v_empty[kv.stage], kv.phase ^ 1);
+      ptx::mbar_arrive_expect_tx(&sm.v_full[kv.stage], Cfg::kTileBytesV);
+      ptx::tma_load_4d(sm.v[kv.stage], &p.tma_vt, &sm.v_full[kv.stage], n * Cfg::kBlockN, 0,
+                       kv_head, tile.batch);
+      kv.advance();
+    }
+    q_phase ^= 1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consumer helpers.
+
+// S = Q_wg K^T: 4 k-steps of 32 along d.
+__device__ __forceinline__ void issue_qk(float (&s)[64], uint32_t q_addr, uint32_t k_addr) {
+  const uint64_t dq = ptx::make_desc_kmajor_sw128(q_addr);
+  const uint64_t dk = ptx::make_desc_kmajor_sw128(k_addr);
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) ptx::wgmma_m64n128k32_e4m3_ss(s, dq + 2 * kk, dk + 2 * kk, kk > 0);
+}
+
+// acc (+)= P V_n: 4 k-steps of 32 keys. kAccumulate = false starts a fresh accumulator (two-level
+// accumulation: each block's PV in its own registers, added to the FP32 O by FFMA).
+template <bool kAccumulate>
+__device__ __forceinline__ void issue_pv(float (&acc)[64], const uint32_t (&pf)[16], uint32_t v_addr) {
+  const uint64_t dv = ptx::make_desc_kmajor_sw128(v_addr);
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const uint32_t a[4] = {pf[4 * kk], pf[4 * kk + 1], pf[4 * kk + 2], pf[4 * kk + 3]};
+    ptx::wgmma_m64n128k32_e4m3_rs(acc, a, dv + 2 * kk, kAccumulate || kk > 0);
+  }
+}
+
+// The P V product of one block and its merge into the running O, in the two ways Config allows:
+//   two-level: O_n into fresh registers, then O = O * alpha + O_n (FP32 FFMA): the wgmma's
+//              reduced-precision accumulation never spans more than one block of keys;
+//   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
+//              64 fewer live registers, accumulation precision of the tensor core across all keys.
+template <bool kTwoLevel>
+struct PVAccumulator {
+  float o[64];
+  float o_blk[kTwoLevel ? 64 : 1];
+
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+  }
+  // Before the wgmma fence: one-level rescales O here (O is not an operand of the QK^T in flight).
+  __device__ __forceinline__ void before_issue(const float (&alpha)[2]) {
+    if constexpr (!kTwoLevel) {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
+    }
+  }
+  __device__ __forceinline__ void issue(const uint32_t (&pf)[16], uint32_t v_addr) {
+    if constexpr (kTwoLevel) issue_pv<false>(o_blk, pf, v_addr);
+    else issue_pv<true>(o, pf, v_addr);
+  }
+  // After the PV wgmma has completed.
+  __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
+    if constexpr (kTwoLevel) {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        ptx::fence_operand(o_blk[i]);
+        o[i] = fmaf(o[i], alpha[(i >> 1) & 1], o_blk[i]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) ptx::fence_operand(o[i]);
+    }
+  }
+};
+
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
+}
+
+// One arrive per warp on an "empty" barrier (its count is the number of consumer warps).
+__device__ __forceinline__ void release(uint64_t* bar) {
+  if (threadIdx.x % 32 == 0) ptx::mbar_arrive(bar);
+}
+
+__device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
+  return ptr ? __ldg(ptr + off) : 1.f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Epilogue: BF16 O and FP32 LSE from registers.
+template <class Cfg>
+__device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
+                                         float (&o)[64], OnlineSoftmax& sm) {
+  float inv_l[2];
+  sm.finalize(inv_l);
+  const int kv_head = tile.head / p.q_per_kv;
+  const int q4 = threadIdx.x % 4;
+  float vd[32], ob[32];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int c = 8 * i + 2 * q4 + e;
+      vd[2 * i + e] = load_or_one(p.v_descale, tile.batch * p.vd_stride_b +
+                                                   kv_head * p.vd_stride_h + c * p.vd_stride_d);
+      ob[2 * i + e] = p.o_bias ? __ldg(p.o_bias + tile.batch * p.ob_stride_b +
+                                       kv_head * p.ob_stride_h + c)
+                               : 0.f;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = row0 + 8 * r;
+    if (row >= p.seqlen_q) continue;
+    const bool empty = inv_l[r] == 0.f;  // no visible key: O = 0, LSE = -inf
+    __nv_bfloat16* out = p.o + tile.batch * p.o_stride_b + row * p.o_stride_s +
+                         tile.head * p.o_stride_h;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const int c = 8 * i + 2 * q4;
+      float x0 = o[4 * i + 2 * r] * vd[2 * i] * inv_l[r] + ob[2 * i];
+      float x1 = o[4 * i + 2 * r + 1] * vd[2 * i + 1] * inv_l[r] + ob[2 * i + 1];
+      if (empty) x0 = x1 = 0.f;
+      *reinterpret_cast<__nv_bfloat162*>(out + c) = __floats2bfloat162_rn(x0, x1);
+    }
+    if (p.lse && q4 == 0) {
+      const int64_t li = (static_cast<int64_t>(tile.batch) * p.heads + tile.head) * p.seqlen_q + row;
+      float lse = sm.lse(r);
+      if (p.lse_bias && !empty) lse += __ldg(p.lse_bias + li);
+      p.lse[li] = lse;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consumer warpgroup `wg` (0 or 1): rows 64*wg .. 64*wg+63 of each query tile.
+template <class Cfg>
+__device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cfg>& sm, int wg) {
+  constexpr int kThreadsPingPong = 2 * 128;
+  const int my_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + wg;
+  const int other_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (1 - wg);
+  const int t128 = threadIdx.x % 128;
+  const int row_in_tile = 64 * wg + 16 * (t128 / 32) + (t128 % 32) / 4;
+  const uint32_t q_addr = ptx::smem_addr(sm.q) + 64 * wg * Cfg::kHeadDim;
+
+  if (wg == 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);  // warpgroup 0 issues first
+
+  PipelineState<Cfg::kStages> kpipe, vpipe;
+  uint32_t q_phase = 0;
+  for (int t = TileScheduler::first(); t < p.num_tiles; t = TileScheduler::next(t)) {
+    const Tile tile = TileScheduler::at(p, t);
+    const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
+    const int row0 = tile.m_block * Cfg::kBlockM + row_in_tile;
+    OnlineSoftmax softmax;
+    softmax.init();
+    PVAccumulator<Cfg::kTwoLevel> acc;
+    acc.zero();
+    if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
+      epilogue<Cfg>(p, tile, row0, acc.o, softmax);
+      continue;
+    }
+
+    // Per-row constants: the row's scale without the K descale, and its mask limit.
+    const int kv_head = tile.head / p.q_per_kv;
+    float q_scale[2];
+    int limit[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + 8 * r;
+      const float qd = row < p.seqlen_q
+                           ? load_or_one(p.q_descale, tile.batch * p.qd_stride_b +
+                                                          tile.head * p.qd_stride_h +
+                                                          static_cast<int64_t>(row) * p.qd_stride_s)
+                           : 0.f;
+      q_scale[r] = p.softmax_scale_log2 * qd;
+      const long long causal_limit = static_cast<long long>(row) + p.seqlen_k - p.seqlen_q + 1;
+      limit[r] = p.causal && causal_limit < p.seqlen_k ? static_cast<int>(causal_limit < 0 ? 0 : causal_limit)
+                                                       : p.seqlen_k;
+    }
+    const float* kd_base = p.k_descale ? p.k_descale + tile.batch * p.kd_stride_b +
+                                             kv_head * p.kd_stride_h
+                                       : nullptr;
+    auto block_scale = [&](int n, float (&scale)[2]) {
+      const float kd = kd_base ? __ldg(kd_base + n * p.kd_stride_blk) : 1.f;
+      scale[0] = q_scale[0] * kd;
+      scale[1] = q_scale[1] * kd;
+    };
+
+    float s[64], alpha[2], alpha_next[2], scale[2];
+    uint32_t pf[16];
+
+    ptx::mbar_wait(&sm.q_full, q_phase);
+
+    // Prologue: S of the last block, its softmax.
+    int n = kr.n_hi - 1;
+    ptx::mbar_wait(&sm.k_full[kpipe.stage], kpipe.phase);
+    ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+    ptx::wgmma_fence();
+    issue_qk(s, q_addr, ptx::smem_addr(sm.k[kpipe.stage]));
+    ptx::wgmma_commit();
+    ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+    ptx::wgmma_wait<0>();
+    fence_regs(s);
+    release(&sm.k_empty[kpipe.stage]);
+    kpipe.advance();
+    block_scale(n, scale);
+    if (n >= kr.n_mask_lo) softmax.step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
+    else softmax.step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
+    OnlineSoftmax::to_e4m3_fragments(s, pf);
+
+    // Steady state: QK^T of block n with PV of block n+1.
+    for (--n; n >= kr.n_lo; --n) {
+      ptx::mbar_wait(&sm.k_full[kpipe.stage], kpipe.phase);
+      ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+      fence_regs(pf);
+      ptx::wgmma_fence();
+      issue_qk(s, q_addr, ptx::smem_addr(sm.k[kpipe.stage]));
+      ptx::wgmma_commit();
+      ptx::mbar_wait(&sm.v_full[vpipe.stage], vpipe.phase);
+      acc.before_issue(alpha);
+      ptx::wgmma_fence();
+      acc.issue(pf, ptx::smem_addr(sm.v[vpipe.stage]));
+      ptx::wgmma_commit();
+      ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+
+      ptx::wgmma_wait<1>();  // S ready, PV still running
+      fence_regs(s);
+      release(&sm.k_empty[kpipe.stage]);
+      kpipe.advance();
+      block_scale(n, scale);
+      if (n >= kr.n_mask_lo) softmax.step<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      else softmax.step<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+
+      ptx::wgmma_wait<0>();  // O_{n+1} ready
+      fence_regs(pf);
+      release(&sm.v_empty[vpipe.stage]);
+      vpipe.advance();
+      acc.after_wait(alpha);
+      OnlineSoftmax::to_e4m3_fragments(s, pf);  // only now: the PV that read pf has completed
+      alpha[0] = alpha_next[0];
+      alpha[1] = alpha_next[1];
+    }
+    // Every QK^T of the tile has completed: Q may be overwritten.
+    release(&sm.q_empty);
+
+    // Drain: PV of the first block.
+    ptx::mbar_wait(&sm.v_full[vpipe.stage], vpipe.phase);
+    ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+    fence_regs(pf);
+    acc.before_issue(alpha);
+    ptx::wgmma_fence();
+    acc.issue(pf, ptx::smem_addr(sm.v[vpipe.stage]));
+    ptx::wgmma_commit();
+    ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+    ptx::wgmma_wait<0>();
+    release(&sm.v_empty[vpipe.stage]);
+    vpipe.advance();
+    acc.after_wait(alpha);
+
+    epilogue<Cfg>(p, tile, row0, acc.o, softmax);
+    q_phase ^= 1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const __grid_constant__ KernelParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  // The 128-byte swizzle needs 1024-byte aligned tiles; the launch adds 1 KiB of slack.
+  auto& sm = *reinterpret_cast<SharedStorage<Cfg>*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  constexpr int kConsumerWarps = 4 * Cfg::kConsumerWarpgroups;
+  const int warpgroup = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    ptx::tma_prefetch_descriptor(&p.tma_q);
+    ptx::tma_prefetch_descriptor(&p.tma_k);
+    ptx::tma_prefetch_descriptor(&p.tma_vt);
+    ptx::mbar_init(&sm.q_full, 1);
+    ptx::mbar_init(&sm.q_empty, kConsumerWarps);
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      ptx::mbar_init(&sm.k_full[s], 1);
+      ptx::mbar_init(&sm.k_empty[s], kConsumerWarps);
+      ptx::mbar_init(&sm.v_full[s], 1);
+      ptx::mbar_init(&sm.v_empty[s], kConsumerWarps);
+    }
+    ptx::mbar_fence_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (threadIdx.x == 0) producer<Cfg>(p, sm);
+  } else {
+    ptx::setmaxnreg_inc<Cfg::kConsumerRegs>();
+    consumer<Cfg>(p, sm, warpgroup - 1);
+  }
+}
+
+}  // namespace fp8attn::attn

@@ -1,0 +1,35 @@
+// What the kernel reads: the validated public parameters, pre-digested on the host.
+#pragma once
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace fp8attn::attn {
+
+struct KernelParams {
+  CUtensorMap tma_q;   // E4M3 (d, h, sq, b), box (128, 1, kBlockM, 1), 128-byte swizzle
+  CUtensorMap tma_k;   // E4M3 (d, h_kv, sk, b), box (128, 1, kBlockN, 1)
+  CUtensorMap tma_vt;  // E4M3 (sk_pad, d, h_kv, b), box (kBlockN, 128, 1, 1)
+
+  int batch, seqlen_q, seqlen_k, heads, heads_kv, q_per_kv;
+  int num_m_blocks, num_tiles;
+  int causal;
+  float softmax_scale_log2;  // softmax_scale * log2(e)
+
+  __nv_bfloat16* o;
+  int64_t o_stride_b, o_stride_s, o_stride_h;
+  float* lse;  // (b, h, sq) or nullptr
+
+  const float* q_descale;  // nullptr = 1
+  int64_t qd_stride_b, qd_stride_h, qd_stride_s;
+  const float* k_descale;
+  int64_t kd_stride_b, kd_stride_h, kd_stride_blk;
+  const float* v_descale;
+  int64_t vd_stride_b, vd_stride_h, vd_stride_d;
+  const float* lse_bias;  // (b, h, sq) or nullptr
+  const float* o_bias;    // (b, h_kv, d) or nullptr
+  int64_t ob_stride_b, ob_stride_h;
+};
+
+}  // namespace fp8attn::attn

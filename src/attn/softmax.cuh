@@ -1,0 +1,110 @@
+// Online softmax of one consumer warpgroup, in the layout of the m64n128 wgmma accumulator.
+//
+// Each thread holds two rows (r0 = 16*warp + lane/4 and r0 + 8) and, for each of the 16 column
+// groups i of 8 keys, keys 8i + 2*(lane%4) + {0, 1}: s[4i + {0,1}] in row r0, s[4i + {2,3}] in r0+8.
+//
+// Numerics (mirrored by the CPU model, model/kernel_mirror):
+//   scale = softmax_scale * log2(e) * q_descale[row] * k_descale[block]
+//   m'    = max(m, rowmax(S) * scale)                       running max, log2 units
+//   p     = exp2(S * scale - (m' - 8))                      P in [0, 256]: E4M3 keeps small p
+//   l'    = l * exp2(m - m') + rowsum(p)                    from FP32 p (before rounding)
+//   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
+//           match, so no register shuffles are needed)
+#pragma once
+#include <cmath>
+
+#include "ptx/convert.cuh"
+
+namespace fp8attn::attn {
+
+constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
+
+struct OnlineSoftmax {
+  float row_max[2];  // m, log2 units; -inf until a visible key is seen
+  float row_sum[2];  // l, this thread's partial sum (the quad reduces it at the end)
+
+  __device__ __forceinline__ void init() {
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
+  }
+
+  // Score i of this thread, or -inf where the key is masked. key0: first key of the block;
+  // limit[r]: first key row r must not see (min(sk, row + sk - sq + 1) if causal, else sk).
+  template <bool kMask>
+  __device__ __forceinline__ static float score(const float (&s)[64], int i, int key0,
+                                                const int (&limit)[2]) {
+    if constexpr (kMask) {
+      const int key = key0 + 2 * (threadIdx.x % 4) + 8 * (i / 4) + (i & 1);
+      return key < limit[(i >> 1) & 1] ? s[i] : -INFINITY;
+    } else {
+      return s[i];
+    }
+  }
+
+  // One key block: updates m and l, turns S into p = exp2(S * scale - (m - 8)) in place (FP32),
+  // and returns the factor the running O must be multiplied by. Runs while the previous block's
+  // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
+  template <bool kMask>
+  __device__ __forceinline__ void step(float (&s)[64], int key0, const int (&limit)[2],
+                                       const float (&scale)[2], float (&o_rescale)[2]) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      s[i] = score<kMask>(s, i, key0, limit);
+      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+    }
+    float neg_bias[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffff, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffff, mx[r], 2));
+      const float m_new = fmaxf(row_max[r], mx[r] * scale[r]);
+      // A row with no visible key yet keeps m = -inf; compute with 0 so exp2 gives 0, not NaN.
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      o_rescale[r] = ptx::exp2_approx(row_max[r] - m_use);
+      row_max[r] = m_new;
+      neg_bias[r] = kPOffsetLog2 - m_use;
+    }
+    float sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      const int r = (i >> 1) & 1;
+      s[i] = ptx::exp2_approx(fmaf(s[i], scale[r], neg_bias[r]));
+      sum[r] += s[i];
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * o_rescale[r] + sum[r];
+  }
+
+  // p (FP32, accumulator layout) -> E4M3 A-fragments of the PV wgmma. k-step j consumes keys
+  // 32j..32j+31; register 4j+{0,1,2,3} holds rows {r0, r0+8, r0, r0+8} x key halves
+  // {0-15, 0-15, 16-31, 16-31} of that group, in the key order of fp8attn_vt_key_at.
+  __device__ __forceinline__ static void to_e4m3_fragments(const float (&s)[64], uint32_t (&p)[16]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int g = 16 * j;  // s index of column group 4j
+      p[4 * j + 0] = ptx::pack_e4m3x4(s[g + 0], s[g + 1], s[g + 4], s[g + 5]);
+      p[4 * j + 1] = ptx::pack_e4m3x4(s[g + 2], s[g + 3], s[g + 6], s[g + 7]);
+      p[4 * j + 2] = ptx::pack_e4m3x4(s[g + 8], s[g + 9], s[g + 12], s[g + 13]);
+      p[4 * j + 3] = ptx::pack_e4m3x4(s[g + 10], s[g + 11], s[g + 14], s[g + 15]);
+    }
+  }
+
+  // End of the tile: reduces l over the quad. Returns 1/l (0 for a row that saw no key).
+  __device__ __forceinline__ void finalize(float (&inv_l)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_sum[r] += __shfl_xor_sync(0xffffffff, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffff, row_sum[r], 2);
+      inv_l[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+    }
+  }
+
+  // Natural-log LSE of row r (after finalize): ln(sum_j exp(score_j)).
+  __device__ __forceinline__ float lse(int r) const {
+    if (!(row_sum[r] > 0.f)) return -INFINITY;
+    return (row_max[r] + log2f(row_sum[r]) - kPOffsetLog2) * 0.69314718055994531f;
+  }
+};
+
+}  // namespace fp8attn::attn
