@@ -1,0 +1,269 @@
+// The CPU pre-pass (model/prepass.cc) against independent FP64 references: the rotation is an
+// exact scaled orthogonal map, every dequantized value is within E4M3's rounding of the smoothed
+// (and rotated) input, the V^T layout follows fp8attn_vt_key_at, lse_bias equals
+// softmax_scale * q . mean(K), and bad shapes are refused. The GPU's bytes are compared with
+// this mirror in tests/gpu/test_quant.cu.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "model/codecs.h"
+#include "model/prepass.h"
+
+namespace fp8attn::model {
+namespace {
+
+constexpr int kD = 128;
+
+uint64_t fresh_seed(const char* what) {
+  const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
+  std::printf("[ seed ] %s: %llu\n", what, static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+// BF16 codes of N(bias[c], 1) + rare N(0, 100) outliers (the FA3 outlier test with a channel
+// bias, as real K has).
+std::vector<uint16_t> random_bf16(std::mt19937_64& rng, int b, int s, int h, float bias_std) {
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::bernoulli_distribution outlier(0.001);
+  std::vector<float> bias(kD);
+  for (float& x : bias) x = bias_std * n01(rng);
+  std::vector<uint16_t> out(static_cast<size_t>(b) * s * h * kD);
+  for (size_t i = 0; i < out.size(); ++i) {
+    float x = bias[i % kD] + n01(rng);
+    if (outlier(rng)) x += 10.0f * n01(rng);
+    out[i] = float_to_bf16(x);
+  }
+  return out;
+}
+
+// Sylvester Hadamard entry (+1 or -1).
+double hadamard(int i, int j) { return (std::popcount(static_cast<unsigned>(i & j)) & 1) ? -1 : 1; }
+
+// Bound on the FP32 error of hadamard_rotate_128 of a row with L1 norm l1: seven butterfly
+// levels, each rounding by at most 2^-24 of a partial sum <= l1.
+double rotation_error(const std::vector<double>& x) {
+  double l1 = 0;
+  for (double v : x) l1 += std::fabs(v);
+  return 7 * std::ldexp(l1, -24);
+}
+
+// FP64 reference of hadamard_rotate_128: y_j = sum_i H_ij s_i x_i.
+std::vector<double> rotate_ref(const std::vector<double>& x, uint64_t seed) {
+  std::vector<double> y(kD, 0.0);
+  for (int j = 0; j < kD; ++j) {
+    for (int i = 0; i < kD; ++i) {
+      const double s = fp8attn_hadamard_sign_negative(seed, i) ? -1.0 : 1.0;
+      y[j] += hadamard(i, j) * s * x[i];
+    }
+  }
+  return y;
+}
+
+// |E4M3 RNE(x) - x| <= 2^-4 |x| for normals, <= 2^-10 (half the subnormal step) below 2^-6;
+// plus FP32 slack for the scaling and `fp32_error`, the FP32 error of `exact`'s transform.
+void expect_e4m3_close(double deq, double exact, double descale, double fp32_error,
+                       const char* what, int index) {
+  const double tol = std::ldexp(std::fabs(exact) + fp32_error, -4) + fp32_error +
+                     descale * std::ldexp(1.0, -10) + 1e-6 * std::fabs(exact) + 1e-30;
+  ASSERT_TRUE(std::isfinite(deq)) << what << " [" << index << "] is not finite";
+  ASSERT_LE(std::fabs(deq - exact), tol)
+      << what << " [" << index << "] dequantized " << deq << " vs exact " << exact;
+}
+
+TEST(Prepass, HadamardIsTheScaledOrthogonalRotation) {
+  const uint64_t seed = fresh_seed("hadamard");
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> n01;
+  for (int trial = 0; trial < 8; ++trial) {
+    std::vector<double> x(kD);
+    std::vector<float> xf(kD);
+    for (int c = 0; c < kD; ++c) xf[c] = static_cast<float>(n01(rng)), x[c] = xf[c];
+    hadamard_rotate_128(xf.data(), seed + trial);
+    const std::vector<double> ref = rotate_ref(x, seed + trial);
+    double norm_x = 0, norm_y = 0;
+    for (int c = 0; c < kD; ++c) norm_x += x[c] * x[c];
+    for (int c = 0; c < kD; ++c) {
+      ASSERT_LE(std::fabs(xf[c] - ref[c]), rotation_error(x)) << "channel " << c;
+      norm_y += ref[c] * ref[c];
+    }
+    EXPECT_NEAR(norm_y, 128.0 * norm_x, 1e-9 * norm_y);  // the reference itself is orthogonal
+  }
+}
+
+TEST(Prepass, GroupScaleGuardsZeroAndMapsAmaxTo448) {
+  EXPECT_EQ(group_scale(0.0f).inv, 1.0f);
+  EXPECT_EQ(group_scale(0.0f).descale, 1.0f);
+  EXPECT_EQ(group_scale(0x1p-120f).inv, 1.0f);
+  const uint64_t seed = fresh_seed("group_scale");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> exponent(-30.0f, 30.0f);
+  for (int i = 0; i < 1000; ++i) {
+    const float amax = std::exp2(exponent(rng));
+    const GroupScale g = group_scale(amax);
+    ASSERT_EQ(float_to_e4m3(amax * g.inv), 0x7E) << amax;  // the largest value lands on 448
+    ASSERT_EQ(float_to_e4m3(-amax * g.inv), 0xFE) << amax;
+    ASSERT_NEAR(g.descale * 448.0 / amax, 1.0, 1e-6) << amax;
+  }
+}
+
+struct Case {
+  int b, sq, sk, h, h_kv;
+  bool smooth_k, smooth_v, hadamard;
+  fp8attn_q_scale q_scale;
+  fp8attn_v_scale v_scale;
+};
+
+class PrepassCase : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PrepassCase, DequantizesToTheTransformedInputAndRestoresTheBiases) {
+  const Case t = GetParam();
+  const uint64_t seed = fresh_seed("prepass case");
+  std::mt19937_64 rng(seed);
+  const std::vector<uint16_t> q = random_bf16(rng, t.b, t.sq, t.h, 0.5f);
+  const std::vector<uint16_t> k = random_bf16(rng, t.b, t.sk, t.h_kv, 8.0f);
+  const std::vector<uint16_t> v = random_bf16(rng, t.b, t.sk, t.h_kv, 2.0f);
+  fp8attn_quant_options opt{};
+  opt.smooth_k = t.smooth_k, opt.smooth_v = t.smooth_v, opt.hadamard_qk = t.hadamard;
+  opt.q_scale = t.q_scale, opt.v_scale = t.v_scale, opt.hadamard_seed = seed;
+  const int pad = (t.sk + 31) / 32 * 32 + 32;  // one spare group: must come out zero
+  const Bf16View kv_k = contiguous_view(k, t.b, t.sk, t.h_kv, kD);
+  const Bf16View kv_v = contiguous_view(v, t.b, t.sk, t.h_kv, kD);
+  const KvCacheHost cache = prepass_kv(kv_k, kv_v, opt, pad);
+  const float softmax_scale = 1.0f / std::sqrt(128.0f);
+  const QQuantHost qq = prepass_q(contiguous_view(q, t.b, t.sq, t.h, kD), cache, t.q_scale,
+                                  softmax_scale);
+  const int nblk = (t.sk + 127) / 128;
+  ASSERT_EQ(cache.vt_seqlen_pad, pad);
+
+  for (int b = 0; b < t.b; ++b) {
+    for (int h = 0; h < t.h_kv; ++h) {
+      const size_t bh = static_cast<size_t>(b) * t.h_kv + h;
+      // Means in FP64 against the mirror's FP32 chunked sums.
+      std::vector<double> k_mean(kD, 0.0), v_mean(kD, 0.0);
+      for (int s = 0; s < t.sk; ++s) {
+        for (int c = 0; c < kD; ++c) {
+          k_mean[c] += bf16_to_float(kv_k.at(b, s, h, c)) / t.sk;
+          v_mean[c] += bf16_to_float(kv_v.at(b, s, h, c)) / t.sk;
+        }
+      }
+      for (int c = 0; c < kD; ++c) {
+        const double km = t.smooth_k ? k_mean[c] : 0.0, vm = t.smooth_v ? v_mean[c] : 0.0;
+        ASSERT_NEAR(cache.k_mean[bh * kD + c], km, 1e-5 * (1 + std::fabs(km)));
+        ASSERT_NEAR(cache.v_mean[bh * kD + c], vm, 1e-5 * (1 + std::fabs(vm)));
+      }
+      // K: every row dequantizes to (k - mean) rotated (FP64), within E4M3 rounding; every block
+      // holds a +-448 code (its amax).
+      for (int s = 0; s < t.sk; ++s) {
+        std::vector<double> row(kD);
+        for (int c = 0; c < kD; ++c) {
+          row[c] = bf16_to_float(kv_k.at(b, s, h, c)) - cache.k_mean[bh * kD + c];
+        }
+        double err = 0;
+        if (t.hadamard) {
+          err = rotation_error(row) / 128.0;
+          row = rotate_ref(row, seed);
+          for (double& x : row) x /= 128.0;  // the descale carries the 1/128
+        }
+        const float descale = cache.k_descale[bh * nblk + s / 128];
+        for (int c = 0; c < kD; ++c) {
+          const uint8_t code = cache.k[((static_cast<size_t>(b) * t.sk + s) * t.h_kv + h) * kD + c];
+          expect_e4m3_close(e4m3_to_float(code) * static_cast<double>(descale), row[c], descale,
+                            err, "k", c);
+        }
+      }
+      for (int blk = 0; blk < nblk; ++blk) {
+        bool has_max = false;
+        for (int s = blk * 128; s < std::min(t.sk, blk * 128 + 128); ++s) {
+          for (int c = 0; c < kD; ++c) {
+            has_max |= (cache.k[((static_cast<size_t>(b) * t.sk + s) * t.h_kv + h) * kD + c] &
+                        0x7F) == 0x7E;
+          }
+        }
+        EXPECT_TRUE(has_max) << "k block " << blk << " does not reach 448";
+      }
+      // V^T: position p of a 32-group holds key fp8attn_vt_key_at(p); zeros from sk on.
+      for (int c = 0; c < kD; ++c) {
+        const float descale = cache.v_descale[bh * kD + c];
+        if (t.v_scale == FP8ATTN_V_SCALE_HEAD) ASSERT_EQ(descale, cache.v_descale[bh * kD]);
+        for (int p = 0; p < pad; ++p) {
+          const int key = p / 32 * 32 + fp8attn_vt_key_at(p % 32);
+          const uint8_t code = cache.vt[(bh * kD + c) * pad + p];
+          if (key >= t.sk) {
+            ASSERT_EQ(code, 0) << "padding position " << p;
+            continue;
+          }
+          const double exact =
+              bf16_to_float(kv_v.at(b, key, h, c)) - static_cast<double>(cache.v_mean[bh * kD + c]);
+          expect_e4m3_close(e4m3_to_float(code) * static_cast<double>(descale), exact, descale,
+                            0.0, "vt", p);
+        }
+      }
+    }
+  }
+
+  // Q: dequantized rows and lse_bias = softmax_scale * q . k_mean (FP64).
+  const int group = t.h / t.h_kv;
+  const Bf16View qv = contiguous_view(q, t.b, t.sq, t.h, kD);
+  for (int b = 0; b < t.b; ++b) {
+    for (int h = 0; h < t.h; ++h) {
+      const size_t bh = static_cast<size_t>(b) * t.h + h;
+      const size_t bhk = static_cast<size_t>(b) * t.h_kv + h / group;
+      for (int s = 0; s < t.sq; ++s) {
+        std::vector<double> row(kD);
+        double dot = 0.0;
+        for (int c = 0; c < kD; ++c) {
+          row[c] = bf16_to_float(qv.at(b, s, h, c));
+          dot += row[c] * cache.k_mean[bhk * kD + c];
+        }
+        const double bias = t.smooth_k ? softmax_scale * dot : 0.0;
+        ASSERT_NEAR(qq.lse_bias[bh * t.sq + s], bias, 1e-5 * (1 + std::fabs(bias))) << s;
+        const double err = t.hadamard ? rotation_error(row) : 0.0;
+        if (t.hadamard) row = rotate_ref(row, seed);
+        const float descale = qq.q_descale[bh * t.sq + s];
+        if (t.q_scale == FP8ATTN_Q_SCALE_BLOCK128) {
+          ASSERT_EQ(descale, qq.q_descale[bh * t.sq + s / 128 * 128]);
+        }
+        for (int c = 0; c < kD; ++c) {
+          const uint8_t code = qq.q[((static_cast<size_t>(b) * t.sq + s) * t.h + h) * kD + c];
+          expect_e4m3_close(e4m3_to_float(code) * static_cast<double>(descale), row[c], descale,
+                            err, "q", c);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PrepassCase,
+    ::testing::Values(
+        Case{1, 64, 128, 2, 2, true, true, false, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL},
+        Case{2, 77, 300, 4, 2, true, true, true, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL},
+        Case{1, 200, 129, 4, 1, false, false, true, FP8ATTN_Q_SCALE_BLOCK128,
+             FP8ATTN_V_SCALE_HEAD},
+        Case{2, 33, 31, 2, 2, true, false, false, FP8ATTN_Q_SCALE_BLOCK128,
+             FP8ATTN_V_SCALE_CHANNEL}));
+
+TEST(Prepass, RefusesBadShapes) {
+  std::vector<uint16_t> x(2 * 40 * 4 * 64, 0);
+  fp8attn_quant_options opt{};
+  const Bf16View d64 = contiguous_view(x, 2, 40, 4, 64);
+  EXPECT_THROW(prepass_kv(d64, d64, opt), std::invalid_argument);
+  std::vector<uint16_t> y(2 * 40 * 3 * 128, 0), z(2 * 40 * 2 * 128, 0);
+  const Bf16View kv = contiguous_view(z, 2, 40, 2, 128);
+  const KvCacheHost cache = prepass_kv(kv, kv, opt);
+  EXPECT_THROW(prepass_q(contiguous_view(y, 2, 40, 3, 128), cache, FP8ATTN_Q_SCALE_TOKEN, 1.0f),
+               std::invalid_argument);  // 3 heads over 2 kv heads
+  EXPECT_THROW(prepass_kv(kv, kv, opt, 40), std::invalid_argument);  // pad not a multiple of 32
+  // All-zero input: scale 1, codes 0, no NaN.
+  for (float d : cache.k_descale) EXPECT_EQ(d, 1.0f);
+  for (uint8_t c : cache.k) EXPECT_EQ(c, 0);
+}
+
+}  // namespace
+}  // namespace fp8attn::model
