@@ -1,0 +1,318 @@
+// The GPU pre-pass (src/quant/) against its CPU mirror (model/prepass.cc): every output byte and
+// every FP32 scale, mean and lse_bias bit-identical, on fresh random data (seed printed) over
+// shapes that are not multiples of 32 / 128, GQA, strided inputs and every option, and on the
+// captured fixture when it is present. Outputs are poisoned (0xFF: E4M3 NaN, FP32 NaN) first so
+// a value the GPU forgot to write cannot match. Bad arguments must fail with a clear message.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fp8attn/quant.h"
+#include "model/codecs.h"
+#include "model/prepass.h"
+#include "model/safetensors.h"
+
+namespace fm = fp8attn::model;
+
+namespace {
+
+constexpr int kD = 128;
+
+bool have_sm90() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return false;
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return false;
+  return p.major == 9 && p.minor == 0;
+}
+
+#define SKIP_WITHOUT_SM90() \
+  if (!have_sm90()) GTEST_SKIP() << "no sm_90 CUDA device"
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t n, int poison = 0xFF) : bytes(n) {
+    if (cudaMalloc(&p, n) != cudaSuccess) p = nullptr;
+    if (p) cudaMemset(p, poison, n);
+  }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+template <typename T>
+std::vector<T> to_host(const void* d, size_t count) {
+  std::vector<T> h(count);
+  if (cudaMemcpy(h.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    ADD_FAILURE() << "cudaMemcpy to host failed";
+  }
+  return h;
+}
+
+// Bitwise comparison (so NaN never matches, and -0 differs from +0); reports the first mismatch.
+template <typename T>
+void expect_same_bits(const std::vector<T>& gpu, const std::vector<T>& cpu, const char* what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    if (std::memcmp(&gpu[i], &cpu[i], sizeof(T)) != 0) {
+      if (bad++ == 0) first = i;
+    }
+  }
+  if (bad) {
+    double g, c;
+    if constexpr (sizeof(T) == 1) {
+      g = fm::e4m3_to_float(gpu[first]), c = fm::e4m3_to_float(cpu[first]);
+    } else {
+      g = gpu[first], c = cpu[first];
+    }
+    ADD_FAILURE() << what << ": " << bad << " of " << gpu.size() << " differ; first at " << first
+                  << ": gpu " << g << " cpu " << c;
+  }
+}
+
+uint64_t fresh_seed(const char* what) {
+  const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
+  std::printf("[ seed ] %s: %llu\n", what, static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+// N(bias_c, 1) with 0.1% N(0, 100) outliers, as BF16 codes.
+void fill_random(std::mt19937_64& rng, uint16_t* out, size_t n, float bias_std) {
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::bernoulli_distribution outlier(0.001);
+  std::vector<float> bias(kD);
+  for (float& x : bias) x = bias_std * n01(rng);
+  for (size_t i = 0; i < n; ++i) {
+    float x = bias[i % kD] + n01(rng);
+    if (outlier(rng)) x += 10.0f * n01(rng);
+    out[i] = fm::float_to_bf16(x);
+  }
+}
+
+struct Inputs {
+  int b, sq, sk, h, h_kv;
+  std::vector<uint16_t> q;   // (b, sq, h, 128)
+  std::vector<uint16_t> kv;  // (b, sk, 2, h_kv, 128) when packed, else k then v contiguous
+  bool packed;
+  fm::Bf16View q_view() const { return view(q.data(), sq, h, int64_t(sq) * h * kD, h * kD); }
+  fm::Bf16View k_view() const {
+    return packed ? view(kv.data(), sk, h_kv, int64_t(sk) * 2 * h_kv * kD, 2 * h_kv * kD)
+                  : view(kv.data(), sk, h_kv, int64_t(sk) * h_kv * kD, h_kv * kD);
+  }
+  fm::Bf16View v_view() const {
+    return packed ? view(kv.data() + h_kv * kD, sk, h_kv, int64_t(sk) * 2 * h_kv * kD,
+                         2 * h_kv * kD)
+                  : view(kv.data() + size_t(b) * sk * h_kv * kD, sk, h_kv,
+                         int64_t(sk) * h_kv * kD, h_kv * kD);
+  }
+  fm::Bf16View view(const uint16_t* p, int s, int heads, int64_t sb, int64_t ss) const {
+    fm::Bf16View v;
+    v.data = p, v.batch = b, v.seqlen = s, v.heads = heads, v.head_dim = kD;
+    v.stride_b = sb, v.stride_s = ss, v.stride_h = kD;
+    return v;
+  }
+};
+
+Inputs random_inputs(uint64_t seed, int b, int sq, int sk, int h, int h_kv, bool packed) {
+  std::mt19937_64 rng(seed);
+  Inputs in{b, sq, sk, h, h_kv, {}, {}, packed};
+  in.q.resize(size_t(b) * sq * h * kD);
+  in.kv.resize(size_t(b) * sk * 2 * h_kv * kD);
+  fill_random(rng, in.q.data(), in.q.size(), 0.5f);
+  fill_random(rng, in.kv.data(), in.kv.size(), 6.0f);
+  return in;
+}
+
+// A device view with the same strides as the host view, over `base` (the device copy of the
+// host array that starts at `host_base`).
+fp8attn_bf16_tensor device_tensor(const fm::Bf16View& v, const uint16_t* host_base,
+                                  const void* base) {
+  fp8attn_bf16_tensor t{};
+  t.data = static_cast<const uint16_t*>(base) + (v.data - host_base);
+  t.batch = v.batch, t.seqlen = v.seqlen, t.heads = v.heads, t.head_dim = v.head_dim;
+  t.stride_b = v.stride_b, t.stride_s = v.stride_s, t.stride_h = v.stride_h;
+  return t;
+}
+
+// Runs the GPU pre-pass and the CPU mirror on the same inputs and compares every output.
+void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad) {
+  SCOPED_TRACE("b=" + std::to_string(in.b) + " sq=" + std::to_string(in.sq) + " sk=" +
+               std::to_string(in.sk) + " h=" + std::to_string(in.h) + "/" +
+               std::to_string(in.h_kv) + " smooth_k=" + std::to_string(opt.smooth_k) +
+               " smooth_v=" + std::to_string(opt.smooth_v) + " hadamard=" +
+               std::to_string(opt.hadamard_qk) + " q_scale=" + std::to_string(opt.q_scale) +
+               " v_scale=" + std::to_string(opt.v_scale) + " packed=" + std::to_string(in.packed));
+  const float softmax_scale = 1.0f / std::sqrt(128.0f);
+  const fm::KvCacheHost cpu_kv = fm::prepass_kv(in.k_view(), in.v_view(), opt, vt_pad);
+  const fm::QQuantHost cpu_q = fm::prepass_q(in.q_view(), cpu_kv,
+                                             static_cast<fp8attn_q_scale>(opt.q_scale),
+                                             softmax_scale);
+
+  DeviceBuffer d_q(in.q.size() * 2, 0), d_kv(in.kv.size() * 2, 0);
+  CUDA_OK(cudaMemcpy(d_q.p, in.q.data(), d_q.bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_kv.p, in.kv.data(), d_kv.bytes, cudaMemcpyHostToDevice));
+  const fp8attn_bf16_tensor q = device_tensor(in.q_view(), in.q.data(), d_q.p);
+  const fp8attn_bf16_tensor k = device_tensor(in.k_view(), in.kv.data(), d_kv.p);
+  const fp8attn_bf16_tensor v = device_tensor(in.v_view(), in.kv.data(), d_kv.p);
+
+  DeviceBuffer cache_buf(fp8attn_kv_cache_bytes(in.b, in.sk, in.h_kv, kD, vt_pad));
+  DeviceBuffer ws(fp8attn_quantize_kv_workspace_bytes(in.b, in.sk, in.h_kv));
+  DeviceBuffer q_buf(fp8attn_q_quant_bytes(in.b, in.sq, in.h, kD));
+  ASSERT_TRUE(cache_buf.p && ws.p && q_buf.p);
+  fp8attn_kv_cache cache{};
+  fp8attn_q_quant qq{};
+  ASSERT_EQ(fp8attn_kv_cache_init(&cache, cache_buf.p, cache_buf.bytes, in.b, in.sk, in.h_kv, kD,
+                                  vt_pad), FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  ASSERT_EQ(fp8attn_q_quant_init(&qq, q_buf.p, q_buf.bytes, in.b, in.sq, in.h, kD),
+            FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  ASSERT_EQ(fp8attn_quantize_kv(&k, &v, &opt, &cache, ws.p, ws.bytes, nullptr), FP8ATTN_SUCCESS)
+      << fp8attn_quant_last_error();
+  ASSERT_EQ(fp8attn_quantize_q(&q, &cache, opt.q_scale, softmax_scale, &qq, nullptr),
+            FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  CUDA_OK(cudaDeviceSynchronize());
+
+  expect_same_bits(to_host<uint8_t>(cache.k, cpu_kv.k.size()), cpu_kv.k, "k");
+  expect_same_bits(to_host<uint8_t>(cache.vt, cpu_kv.vt.size()), cpu_kv.vt, "vt");
+  expect_same_bits(to_host<float>(cache.k_descale, cpu_kv.k_descale.size()), cpu_kv.k_descale,
+                   "k_descale");
+  expect_same_bits(to_host<float>(cache.v_descale, cpu_kv.v_descale.size()), cpu_kv.v_descale,
+                   "v_descale");
+  expect_same_bits(to_host<float>(cache.k_mean, cpu_kv.k_mean.size()), cpu_kv.k_mean, "k_mean");
+  expect_same_bits(to_host<float>(cache.v_mean, cpu_kv.v_mean.size()), cpu_kv.v_mean, "v_mean");
+  expect_same_bits(to_host<uint8_t>(qq.q, cpu_q.q.size()), cpu_q.q, "q");
+  expect_same_bits(to_host<float>(qq.q_descale, cpu_q.q_descale.size()), cpu_q.q_descale,
+                   "q_descale");
+  expect_same_bits(to_host<float>(qq.lse_bias, cpu_q.lse_bias.size()), cpu_q.lse_bias,
+                   "lse_bias");
+
+  // The parameters handed to the kernel pass its own validation.
+  fp8attn_fwd_params p{};
+  DeviceBuffer o(size_t(in.b) * in.sq * in.h * kD * 2);
+  ASSERT_EQ(fp8attn_fwd_params_from_quant(&p, &qq, &cache, o.p, nullptr), FP8ATTN_SUCCESS)
+      << fp8attn_quant_last_error();
+  EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
+  EXPECT_EQ(p.lse_bias != nullptr, opt.smooth_k != 0);
+  EXPECT_EQ(p.o_bias != nullptr, opt.smooth_v != 0);
+}
+
+fp8attn_quant_options options(bool smooth_k, bool smooth_v, bool hadamard, int q_scale,
+                              int v_scale, uint64_t seed) {
+  fp8attn_quant_options o;
+  fp8attn_quant_options_init(&o);
+  o.smooth_k = smooth_k, o.smooth_v = smooth_v, o.hadamard_qk = hadamard;
+  o.q_scale = q_scale, o.v_scale = v_scale, o.hadamard_seed = seed;
+  return o;
+}
+
+TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
+  SKIP_WITHOUT_SM90();
+  struct Shape { int b, sq, sk, h, h_kv; bool packed; };
+  const Shape shapes[] = {{2, 77, 300, 4, 2, false},   {1, 128, 128, 2, 2, true},
+                          {1, 1, 31, 8, 1, false},     {3, 200, 1000, 6, 3, true},
+                          {1, 129, 4097, 4, 4, false}, {2, 1024, 2048, 8, 2, false}};
+  for (const Shape& s : shapes) {
+    const uint64_t seed = fresh_seed("random case");
+    const Inputs in = random_inputs(seed, s.b, s.sq, s.sk, s.h, s.h_kv, s.packed);
+    for (int variant = 0; variant < 4; ++variant) {
+      const fp8attn_quant_options opt =
+          options(variant != 1, variant != 2, variant >= 2, variant % 2, variant == 3, seed);
+      const int pad = variant == 3 ? (s.sk + 31) / 32 * 32 + 64 : 0;
+      compare_with_mirror(in, opt, pad);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// The captured fixture (data/fixtures/*.safetensors with BF16 q, k, v (1, s, h, 128)).
+TEST(QuantGpu, MatchesCpuMirrorOnCapturedFixture) {
+  SKIP_WITHOUT_SM90();
+  const std::filesystem::path dir = std::filesystem::path(FP8ATTN_SOURCE_DIR) / "data" / "fixtures";
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(dir)) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+      if (e.path().extension() == ".safetensors") files.push_back(e.path());
+    }
+  }
+  if (files.empty()) GTEST_SKIP() << "no captured fixture under " << dir;
+  int used = 0;
+  for (const auto& f : files) {
+    const fm::SafeTensors st = fm::read_safetensors(f.string());
+    if (!st.contains("q") || !st.contains("k") || !st.contains("v")) continue;
+    const fm::StTensor &q = st.at("q"), &k = st.at("k"), &v = st.at("v");
+    if (q.dtype != fm::DType::BF16 || q.shape.size() != 4 || q.shape[3] != kD) continue;
+    SCOPED_TRACE(f.string());
+    Inputs in{int(q.shape[0]), int(q.shape[1]), int(k.shape[1]), int(q.shape[2]),
+              int(k.shape[2]), {}, {}, false};
+    in.q.resize(q.numel());
+    std::memcpy(in.q.data(), q.data.data(), q.data.size());
+    in.kv.resize(k.numel() + v.numel());
+    std::memcpy(in.kv.data(), k.data.data(), k.data.size());
+    std::memcpy(in.kv.data() + k.numel(), v.data.data(), v.data.size());
+    for (int variant = 0; variant < 2; ++variant) {
+      compare_with_mirror(in, options(true, true, variant == 1, 0, 0, 1234 + variant), 0);
+    }
+    ++used;
+  }
+  std::printf("[ info ] compared %d captured file(s) from %s\n", used, dir.c_str());
+  EXPECT_GT(used, 0) << "fixture files found but none holds BF16 q, k, v (1, s, h, 128)";
+}
+
+// Argument checks run before any device work, so these run without a GPU too.
+TEST(QuantApi, RefusesBadArgumentsWithAClearMessage) {
+  alignas(256) static unsigned char fake[256];  // never dereferenced: validation fails first
+  void* buf = fake;
+  fp8attn_kv_cache cache{};
+  EXPECT_EQ(fp8attn_kv_cache_init(&cache, buf, 1, 1, 64, 2, 128, 0),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("bytes"), std::string::npos)
+      << fp8attn_quant_last_error();
+  EXPECT_EQ(fp8attn_kv_cache_init(&cache, buf, size_t(1) << 40, 1, 64, 2, 128, 40),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("vt_seqlen_pad"), std::string::npos);
+  ASSERT_EQ(fp8attn_kv_cache_init(&cache, buf, size_t(1) << 40, 1, 64, 2, 128, 0),
+            FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+
+  fp8attn_bf16_tensor k{buf, 1, 64, 2, 64, 64 * 2 * 64, 2 * 64, 64};
+  fp8attn_quant_options opt;
+  fp8attn_quant_options_init(&opt);
+  EXPECT_EQ(fp8attn_quantize_kv(&k, &k, &opt, &cache, buf, size_t(1) << 40, nullptr),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("head_dim"), std::string::npos)
+      << fp8attn_quant_last_error();
+
+  fp8attn_bf16_tensor misaligned{static_cast<char*>(buf) + 2, 1, 64, 2, 128, 64 * 2 * 128,
+                                 2 * 128, 128};
+  EXPECT_EQ(fp8attn_quantize_kv(&misaligned, &misaligned, &opt, &cache, buf, size_t(1) << 40,
+                                nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("aligned"), std::string::npos);
+
+  fp8attn_bf16_tensor ok{buf, 1, 64, 2, 128, 64 * 2 * 128, 2 * 128, 128};
+  EXPECT_EQ(fp8attn_quantize_kv(&ok, &ok, &opt, &cache, buf, 16, nullptr),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("workspace"), std::string::npos);
+  opt.v_scale = 7;
+  EXPECT_EQ(fp8attn_quantize_kv(&ok, &ok, &opt, &cache, buf, size_t(1) << 40, nullptr),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("v_scale"), std::string::npos);
+
+  fp8attn_q_quant qq{};
+  ASSERT_EQ(fp8attn_q_quant_init(&qq, buf, size_t(1) << 40, 1, 64, 3, 128), FP8ATTN_SUCCESS);
+  fp8attn_bf16_tensor q3{buf, 1, 64, 3, 128, 64 * 3 * 128, 3 * 128, 128};
+  EXPECT_EQ(fp8attn_quantize_q(&q3, &cache, 0, 0.1f, &qq, nullptr),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);  // 3 heads over 2 kv heads
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("heads"), std::string::npos);
+}
+
+}  // namespace
