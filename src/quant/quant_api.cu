@@ -7,15 +7,21 @@
 #include "fp8attn/quant.h"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
+#include "quant/status.h"
 
 namespace fp8attn::quant {
-namespace {
 
 thread_local std::string g_last_error;
 
-fp8attn_status fail(fp8attn_status status, const std::string& what) {
-  g_last_error = "fp8attn pre-pass: " + what;
+fp8attn_status set_error(fp8attn_status status, const std::string& what) {
+  g_last_error = what;
   return status;
+}
+
+namespace {
+
+fp8attn_status fail(fp8attn_status status, const std::string& what) {
+  return set_error(status, "fp8attn pre-pass: " + what);
 }
 
 fp8attn_status cuda_fail(cudaError_t e, const char* where) {

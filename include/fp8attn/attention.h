@@ -1,0 +1,108 @@
+// fp8attn end to end: attention on BF16 tensors = the quantization pre-pass (fp8attn/quant.h)
+// + the FP8 kernel (fp8attn/fp8attn.h), with a reusable device workspace.
+//
+//   fp8attn::Workspace ws;                       // grows on first use, then reused
+//   fp8attn::attention(q, k, v, o, lse, {}, ws);  // BF16 in, BF16 O + FP32 LSE out
+//
+// Users who keep an FP8 KV cache across calls use fp8attn_quantize_kv once and
+// fp8attn_quantize_q + fp8attn_fwd_params_from_quant + fp8attn_attention_fwd per call instead.
+#ifndef FP8ATTN_ATTENTION_H_
+#define FP8ATTN_ATTENTION_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8attn.h"
+#include "quant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Device memory reused across calls: the FP8 KV cache, the quantized Q and the pre-pass scratch.
+typedef struct fp8attn_workspace fp8attn_workspace;
+fp8attn_workspace* fp8attn_workspace_create(void);
+void fp8attn_workspace_destroy(fp8attn_workspace* ws);  // NULL is fine
+// Grows the workspace to at least `bytes` (cudaFree + cudaMalloc: synchronizes the device, so
+// reserve up front rather than inside a timed or captured region). Never shrinks.
+fp8attn_status fp8attn_workspace_reserve(fp8attn_workspace* ws, size_t bytes);
+size_t fp8attn_workspace_size(const fp8attn_workspace* ws);
+
+// Bytes one call with these shapes needs (head_dim 128).
+size_t fp8attn_attention_workspace_bytes(int32_t batch, int32_t seqlen_q, int32_t seqlen_k,
+                                         int32_t heads, int32_t heads_kv, int32_t head_dim);
+
+typedef struct fp8attn_attention_args {
+  fp8attn_bf16_tensor q;  // (batch, seqlen_q, heads, 128)
+  fp8attn_bf16_tensor k;  // (batch, seqlen_k, heads_kv, 128)
+  fp8attn_bf16_tensor v;  // (batch, seqlen_k, heads_kv, 128)
+  void* o;                // BF16 (batch, seqlen_q, heads, 128)
+  int64_t o_stride_b, o_stride_s, o_stride_h;  // all 0: contiguous
+  float* lse;             // FP32 (batch, heads, seqlen_q), natural log, or NULL
+  float softmax_scale;    // 0: 1/sqrt(128)
+  int32_t causal;         // bottom-right aligned, as fp8attn_attention_fwd
+  int32_t p_precision;    // fp8attn_p_precision
+  fp8attn_quant_options quant;
+} fp8attn_attention_args;
+
+// Zeroes everything, then the quantization defaults (fp8attn_quant_options_init).
+void fp8attn_attention_args_init(fp8attn_attention_args* args);
+
+// Pre-pass (K/V, then Q) and kernel on `stream`, all asynchronous once the workspace is large
+// enough (grown here if not). Errors: fp8attn_quant_last_error() (the kernel's message is copied
+// there too).
+fp8attn_status fp8attn_attention(const fp8attn_attention_args* args, fp8attn_workspace* ws,
+                                 void* stream);
+
+#ifdef __cplusplus
+}  // extern "C"
+
+namespace fp8attn {
+
+class Workspace {
+ public:
+  Workspace() : ws_(fp8attn_workspace_create()) {
+    if (!ws_) throw Error(FP8ATTN_ERROR_CUDA, "fp8attn: cannot create a workspace");
+  }
+  ~Workspace() { fp8attn_workspace_destroy(ws_); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  Workspace(Workspace&& o) noexcept : ws_(o.ws_) { o.ws_ = nullptr; }
+  Workspace& operator=(Workspace&& o) noexcept {
+    if (this != &o) fp8attn_workspace_destroy(ws_), ws_ = o.ws_, o.ws_ = nullptr;
+    return *this;
+  }
+  void reserve(size_t bytes) { check_quant(fp8attn_workspace_reserve(ws_, bytes)); }
+  size_t size() const { return fp8attn_workspace_size(ws_); }
+  fp8attn_workspace* get() const { return ws_; }
+
+ private:
+  fp8attn_workspace* ws_;
+};
+
+struct AttentionOptions {
+  float softmax_scale = 0.0f;  // 0: 1/sqrt(128)
+  bool causal = false;
+  fp8attn_p_precision p_precision = FP8ATTN_P_E4M3;
+  QuantOptions quant = default_quant_options();
+};
+
+// O (BF16, contiguous (b, sq, h, 128)) and LSE (FP32 (b, h, sq), or nullptr) from BF16 q, k, v.
+// Throws fp8attn::Error on any failure.
+inline void attention(const Bf16Tensor& q, const Bf16Tensor& k, const Bf16Tensor& v, void* o,
+                      float* lse, const AttentionOptions& opt, Workspace& ws,
+                      void* stream = nullptr) {
+  fp8attn_attention_args a;
+  fp8attn_attention_args_init(&a);
+  a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse;
+  a.softmax_scale = opt.softmax_scale;
+  a.causal = opt.causal ? 1 : 0;
+  a.p_precision = opt.p_precision;
+  a.quant = opt.quant;
+  check_quant(fp8attn_attention(&a, ws.get(), stream));
+}
+
+}  // namespace fp8attn
+#endif  // __cplusplus
+
+#endif  // FP8ATTN_ATTENTION_H_

@@ -1,0 +1,240 @@
+// End to end: fp8attn::attention on BF16 tensors (pre-pass + kernel, reusable workspace).
+//  1. It equals, bit for bit, the split path a KV-cache user runs: quantize K/V once, then for
+//     each of two different Q: quantize Q, fill the params, call the kernel.
+//  2. Kernel-only reference: exact FP64 attention on the inputs the kernel was given (the CPU
+//     mirror's E4M3 codes times their descales), plus o_bias and lse_bias. The gap is the
+//     kernel's own rounding of P (E4M3): NUMERICS.md measures ~2.5e-2 relative RMSE on Gaussian
+//     data for FA3's FP8 kernel, so the bound is 2x that; LSE uses exact FP32 sums of p, so it
+//     must agree to 1e-3. A wrong scale, layout or bias gives errors of order 1.
+//  3. End-to-end reference: exact FP64 attention on the BF16 data. K carries a channel bias of
+//     std 6 here, which without a correct lse_bias would shift every LSE by ~2; the bounds are
+//     loose (FP8 Q, K, V, P all round) but far below that.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fp8attn/attention.h"
+#include "model/codecs.h"
+#include "model/prepass.h"
+#include "model/reference.h"
+
+namespace fm = fp8attn::model;
+
+namespace {
+
+constexpr int kD = 128;
+
+bool have_sm90() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return false;
+  cudaDeviceProp p{};
+  return cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
+}
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  size_t bytes;
+  explicit DeviceBuffer(size_t n) : bytes(n) {
+    if (cudaMalloc(&p, n) == cudaSuccess) cudaMemset(p, 0xFF, n);  // poison: NaN everywhere
+  }
+  ~DeviceBuffer() { cudaFree(p); }
+};
+
+template <typename T>
+std::vector<T> to_host(const void* d, size_t n) {
+  std::vector<T> h(n);
+  EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
+}
+
+std::vector<uint16_t> random_bf16(std::mt19937_64& rng, size_t n, float bias_std) {
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<float> bias(kD);
+  for (float& x : bias) x = bias_std * n01(rng);
+  std::vector<uint16_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = fm::float_to_bf16(bias[i % kD] + n01(rng));
+  return out;
+}
+
+fp8attn_bf16_tensor dev_tensor(const void* p, int b, int s, int h) {
+  return {p, b, s, h, kD, int64_t(s) * h * kD, int64_t(h) * kD, kD};
+}
+
+fm::Tensor bf16_tensor(const std::vector<uint16_t>& x, int b, int s, int h) {
+  fm::Tensor t(b, s, h, kD);
+  for (size_t i = 0; i < x.size(); ++i) t.data[i] = fm::bf16_to_float(x[i]);
+  return t;
+}
+
+double rel_rmse(const std::vector<float>& o, const fm::TensorD& ref, const std::vector<float>* bias,
+                int h, int h_kv) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    double r = ref.data[i];
+    if (bias) {
+      const size_t c = i % kD, head = (i / kD) % h, b = i / (size_t(kD) * h * ref.s);
+      r += (*bias)[(b * h_kv + head / (h / h_kv)) * kD + c];
+    }
+    if (!std::isfinite(o[i])) return INFINITY;
+    err += (o[i] - r) * (o[i] - r), norm += r * r;
+  }
+  return std::sqrt(err / norm);
+}
+
+struct Case {
+  int b, sq, sk, h, h_kv;
+  bool causal, hadamard;
+};
+
+class QuantAttention : public ::testing::TestWithParam<Case> {};
+
+TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
+  if (!have_sm90()) GTEST_SKIP() << "no sm_90 CUDA device";
+  const Case t = GetParam();
+  const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
+  std::printf("[ seed ] %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  const size_t nq = size_t(t.b) * t.sq * t.h * kD, nkv = size_t(t.b) * t.sk * t.h_kv * kD;
+  const std::vector<uint16_t> q1 = random_bf16(rng, nq, 0.5f), q2 = random_bf16(rng, nq, 0.5f);
+  const std::vector<uint16_t> k = random_bf16(rng, nkv, 6.0f), v = random_bf16(rng, nkv, 1.0f);
+  DeviceBuffer dq1(nq * 2), dq2(nq * 2), dk(nkv * 2), dv(nkv * 2);
+  ASSERT_EQ(cudaMemcpy(dq1.p, q1.data(), nq * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dq2.p, q2.data(), nq * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dk.p, k.data(), nkv * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dv.p, v.data(), nkv * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  const auto tq1 = dev_tensor(dq1.p, t.b, t.sq, t.h), tq2 = dev_tensor(dq2.p, t.b, t.sq, t.h);
+  const auto tk = dev_tensor(dk.p, t.b, t.sk, t.h_kv), tv = dev_tensor(dv.p, t.b, t.sk, t.h_kv);
+
+  fp8attn::AttentionOptions opt;
+  opt.causal = t.causal;
+  opt.quant.hadamard_qk = t.hadamard;
+  opt.quant.hadamard_seed = seed;
+  const float scale = 1.0f / std::sqrt(128.0f);
+  fp8attn::Workspace ws;
+  const size_t no = nq, nl = size_t(t.b) * t.h * t.sq;
+
+  // 1. End to end vs the split path with one KV cache and two queries.
+  DeviceBuffer cache_buf(fp8attn_kv_cache_bytes(t.b, t.sk, t.h_kv, kD, 0));
+  DeviceBuffer scratch(fp8attn_quantize_kv_workspace_bytes(t.b, t.sk, t.h_kv));
+  DeviceBuffer q_buf(fp8attn_q_quant_bytes(t.b, t.sq, t.h, kD));
+  fp8attn_kv_cache cache;
+  ASSERT_EQ(fp8attn_kv_cache_init(&cache, cache_buf.p, cache_buf.bytes, t.b, t.sk, t.h_kv, kD, 0),
+            FP8ATTN_SUCCESS);
+  fp8attn::quantize_kv(tk, tv, opt.quant, cache, scratch.p, scratch.bytes);
+  std::vector<float> e2e_o1;
+  std::vector<float> e2e_lse1;
+  for (const fp8attn_bf16_tensor* tq : {&tq1, &tq2}) {
+    DeviceBuffer o_e2e(no * 2), lse_e2e(nl * 4), o_split(no * 2), lse_split(nl * 4);
+    fp8attn::attention(*tq, tk, tv, o_e2e.p, static_cast<float*>(lse_e2e.p), opt, ws);
+    fp8attn_q_quant qq;
+    ASSERT_EQ(fp8attn_q_quant_init(&qq, q_buf.p, q_buf.bytes, t.b, t.sq, t.h, kD), FP8ATTN_SUCCESS);
+    fp8attn::quantize_q(*tq, cache, FP8ATTN_Q_SCALE_TOKEN, scale, qq);
+    fp8attn_fwd_params p;
+    ASSERT_EQ(fp8attn_fwd_params_from_quant(&p, &qq, &cache, o_split.p,
+                                            static_cast<float*>(lse_split.p)), FP8ATTN_SUCCESS);
+    p.causal = t.causal;
+    fp8attn::attention_fwd(p);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto a = to_host<uint16_t>(o_e2e.p, no), b = to_host<uint16_t>(o_split.p, no);
+    const auto la = to_host<uint32_t>(lse_e2e.p, nl), lb = to_host<uint32_t>(lse_split.p, nl);
+    EXPECT_EQ(a, b) << "O: end to end differs from the split path";
+    EXPECT_EQ(la, lb) << "LSE: end to end differs from the split path";
+    if (tq == &tq1) {
+      for (uint16_t x : a) e2e_o1.push_back(fm::bf16_to_float(x));
+      for (uint32_t x : la) {
+        float f;
+        std::memcpy(&f, &x, 4);
+        e2e_lse1.push_back(f);
+      }
+    }
+  }
+
+  // 2. Kernel-only reference from the CPU mirror's codes (bit-identical to the GPU's).
+  fp8attn_quant_options qo = opt.quant;
+  const fm::KvCacheHost hk = fm::prepass_kv(fm::contiguous_view(k, t.b, t.sk, t.h_kv, kD),
+                                            fm::contiguous_view(v, t.b, t.sk, t.h_kv, kD), qo);
+  const fm::QQuantHost hq = fm::prepass_q(fm::contiguous_view(q1, t.b, t.sq, t.h, kD), hk,
+                                          FP8ATTN_Q_SCALE_TOKEN, scale);
+  const int nblk = (t.sk + 127) / 128;
+  fm::Tensor dq(t.b, t.sq, t.h, kD), dk2(t.b, t.sk, t.h_kv, kD), dv2(t.b, t.sk, t.h_kv, kD);
+  for (int b = 0; b < t.b; ++b) {
+    for (int s = 0; s < t.sq; ++s) {
+      for (int h = 0; h < t.h; ++h) {
+        for (int c = 0; c < kD; ++c) {
+          dq(b, s, h, c) = fm::e4m3_to_float(hq.q[dq.index(b, s, h, c)]) *
+                           hq.q_descale[(size_t(b) * t.h + h) * t.sq + s];
+        }
+      }
+    }
+    for (int s = 0; s < t.sk; ++s) {
+      for (int h = 0; h < t.h_kv; ++h) {
+        const size_t bh = size_t(b) * t.h_kv + h;
+        for (int c = 0; c < kD; ++c) {
+          dk2(b, s, h, c) = fm::e4m3_to_float(hk.k[dk2.index(b, s, h, c)]) *
+                            hk.k_descale[bh * nblk + s / 128];
+          const int pos = s / 32 * 32 + [&] {  // position of key s inside its group of 32
+            for (int p = 0; p < 32; ++p) if (fp8attn_vt_key_at(p) == s % 32) return p;
+            return -1;
+          }();
+          dv2(b, s, h, c) = fm::e4m3_to_float(hk.vt[(bh * kD + c) * hk.vt_seqlen_pad + pos]) *
+                            hk.v_descale[bh * kD + c];
+        }
+      }
+    }
+  }
+  fm::AttnConfig cfg;
+  cfg.causal = t.causal;
+  cfg.softmax_scale = scale;
+  const fm::ExactF64 kref = fm::attention_exact_f64(dq, dk2, dv2, cfg);
+  const double kernel_err = rel_rmse(e2e_o1, kref.o, &hk.v_mean, t.h, t.h_kv);
+  double kernel_lse_err = 0;
+  for (size_t i = 0; i < nl; ++i) {
+    kernel_lse_err = std::max(kernel_lse_err, std::fabs(e2e_lse1[i] - (kref.lse[i] + hq.lse_bias[i])));
+  }
+  std::printf("[ info ] kernel-only: O rel RMSE %.3e, LSE max abs %.3e\n", kernel_err,
+              kernel_lse_err);
+  EXPECT_LE(kernel_err, 5e-2);
+  EXPECT_LE(kernel_lse_err, 1e-3);
+
+  // 3. End-to-end reference on the BF16 data.
+  const fm::ExactF64 ref = fm::attention_exact_f64(bf16_tensor(q1, t.b, t.sq, t.h),
+                                                   bf16_tensor(k, t.b, t.sk, t.h_kv),
+                                                   bf16_tensor(v, t.b, t.sk, t.h_kv), cfg);
+  const double e2e_err = rel_rmse(e2e_o1, ref.o, nullptr, t.h, t.h_kv);
+  double lse_mean_abs = 0;
+  for (size_t i = 0; i < nl; ++i) lse_mean_abs += std::fabs(e2e_lse1[i] - ref.lse[i]) / nl;
+  std::printf("[ info ] end to end: O rel RMSE %.3e, LSE mean abs %.3e\n", e2e_err, lse_mean_abs);
+  EXPECT_LE(e2e_err, 0.15);
+  EXPECT_LE(lse_mean_abs, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, QuantAttention,
+                         ::testing::Values(Case{2, 300, 517, 4, 2, false, false},
+                                           Case{1, 256, 700, 4, 4, true, true},
+                                           Case{1, 129, 129, 8, 1, true, false}));
+
+TEST(QuantAttentionApi, RefusesBadShapes) {
+  fp8attn_workspace* ws = fp8attn_workspace_create();
+  ASSERT_NE(ws, nullptr);
+  alignas(256) static unsigned char fake[256];
+  fp8attn_attention_args a;
+  fp8attn_attention_args_init(&a);
+  a.q = {fake, 1, 64, 4, 64, 64 * 4 * 64, 4 * 64, 64};
+  a.k = a.v = a.q;
+  a.o = fake;
+  EXPECT_EQ(fp8attn_attention(&a, ws, nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("head_dim"), std::string::npos)
+      << fp8attn_quant_last_error();
+  a.o = nullptr;
+  EXPECT_EQ(fp8attn_attention(&a, ws, nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  fp8attn_workspace_destroy(ws);
+}
+
+}  // namespace
