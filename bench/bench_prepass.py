@@ -1,0 +1,362 @@
+"""Pre-pass bandwidth and end-to-end speed, imported by bench/harness.py (run(lib_path=...)) or run
+alone on a GPU machine:
+
+  python3 bench/bench_prepass.py --lib build/src/libfp8attn.so --out results/prepass.json
+
+run_prepass_bench(lib_path, torch) -> {"prepass": [...], "speed": [...], "notes": [...]}
+  prepass: {b, s, h, h_kv, gbps, copy_gbps, ...} per shape and option set: the pre-pass (quantize
+           K/V into the FP8 cache, then Q) timed with CUDA events, median of >= 100 runs after
+           warm-up, beside a device-to-device copy of the BF16 Q, K, V timed in the same run.
+           gbps counts the bytes the pre-pass kernels move (every read, re-reads by the
+           channel-reduction pass included, and every write); useful_gbps counts each input once
+           plus the outputs. copy_gbps counts read + write of the copy.
+  speed:   {method: "fp8attn_end_to_end", b, sq, sk, h, h_kv, d, causal, tflops_median, runs}
+           (pre-pass included, through fp8attn_attention) and, on the same data in the same run,
+           "fp8attn_kernel_on_prepass_inputs" (the kernel alone on the pre-pass's outputs).
+Inputs are BF16 N(0, 1) with a per-channel bias on K (std 4), larger than the 50 MB L2 at the
+benchmark shapes. All calls go through the C ABI (include/fp8attn/quant.h, attention.h) by ctypes
+on torch CUDA tensors.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+_i32, _i64, _u64, _vp, _f32 = (ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p,
+                                ctypes.c_float)
+HEAD_DIM = 128
+STATS_CHUNK = 32  # FP8ATTN_QUANT_STATS_CHUNK
+K_SCALE_BLOCK = 128
+
+
+class QuantOptions(ctypes.Structure):
+    _fields_ = [("smooth_k", _i32), ("smooth_v", _i32), ("hadamard_qk", _i32), ("q_scale", _i32),
+                ("v_scale", _i32), ("hadamard_seed", _u64)]
+
+
+class Bf16Tensor(ctypes.Structure):
+    _fields_ = [("data", _vp), ("batch", _i32), ("seqlen", _i32), ("heads", _i32),
+                ("head_dim", _i32), ("stride_b", _i64), ("stride_s", _i64), ("stride_h", _i64)]
+
+
+class KvCache(ctypes.Structure):
+    _fields_ = [("batch", _i32), ("seqlen_k", _i32), ("heads_kv", _i32), ("head_dim", _i32),
+                ("vt_seqlen_pad", _i32), ("k", _vp), ("vt", _vp), ("k_descale", _vp),
+                ("v_descale", _vp), ("k_mean", _vp), ("v_mean", _vp), ("options", QuantOptions)]
+
+
+class QQuant(ctypes.Structure):
+    _fields_ = [("batch", _i32), ("seqlen_q", _i32), ("heads", _i32), ("head_dim", _i32),
+                ("q", _vp), ("q_descale", _vp), ("lse_bias", _vp), ("softmax_scale", _f32)]
+
+
+class AttentionArgs(ctypes.Structure):
+    _fields_ = [("q", Bf16Tensor), ("k", Bf16Tensor), ("v", Bf16Tensor), ("o", _vp),
+                ("o_stride_b", _i64), ("o_stride_s", _i64), ("o_stride_h", _i64), ("lse", _vp),
+                ("softmax_scale", _f32), ("causal", _i32), ("p_precision", _i32),
+                ("quant", QuantOptions)]
+
+
+def _bind(lib_path: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(lib_path)
+    P = ctypes.POINTER
+    sigs = {
+        "fp8attn_quant_options_init": (None, [P(QuantOptions)]),
+        "fp8attn_kv_cache_bytes": (ctypes.c_size_t, [_i32] * 5),
+        "fp8attn_kv_cache_init": (ctypes.c_int, [P(KvCache), _vp, ctypes.c_size_t] + [_i32] * 5),
+        "fp8attn_quantize_kv_workspace_bytes": (ctypes.c_size_t, [_i32] * 3),
+        "fp8attn_quantize_kv": (ctypes.c_int, [P(Bf16Tensor), P(Bf16Tensor), P(QuantOptions),
+                                               P(KvCache), _vp, ctypes.c_size_t, _vp]),
+        "fp8attn_q_quant_bytes": (ctypes.c_size_t, [_i32] * 4),
+        "fp8attn_q_quant_init": (ctypes.c_int, [P(QQuant), _vp, ctypes.c_size_t] + [_i32] * 4),
+        "fp8attn_quantize_q": (ctypes.c_int, [P(Bf16Tensor), P(KvCache), _i32, _f32, P(QQuant),
+                                              _vp]),
+        "fp8attn_quant_last_error": (ctypes.c_char_p, []),
+        "fp8attn_workspace_create": (_vp, []),
+        "fp8attn_workspace_destroy": (None, [_vp]),
+        "fp8attn_workspace_reserve": (ctypes.c_int, [_vp, ctypes.c_size_t]),
+        "fp8attn_attention_workspace_bytes": (ctypes.c_size_t, [_i32] * 6),
+        "fp8attn_attention_args_init": (None, [P(AttentionArgs)]),
+        "fp8attn_attention": (ctypes.c_int, [P(AttentionArgs), _vp, _vp]),
+        "fp8attn_fwd_params_from_quant": (ctypes.c_int, [_vp, P(QQuant), P(KvCache), _vp, _vp]),
+        "fp8attn_attention_fwd": (ctypes.c_int, [_vp, _vp]),
+        "fp8attn_last_error": (ctypes.c_char_p, []),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    _check_layout(lib)
+    return lib
+
+
+def _check_layout(lib) -> None:
+    """The library fills the structs; a field this file has at the wrong offset reads wrong."""
+    a = AttentionArgs()
+    ctypes.memset(ctypes.byref(a), 0x5A, ctypes.sizeof(a))
+    lib.fp8attn_attention_args_init(ctypes.byref(a))
+    o = QuantOptions()
+    lib.fp8attn_quant_options_init(ctypes.byref(o))
+    got = (a.quant.smooth_k, a.quant.smooth_v, a.quant.hadamard_qk, a.quant.q_scale,
+           a.quant.v_scale, a.quant.hadamard_seed, a.causal, a.o)
+    want = (o.smooth_k, o.smooth_v, 0, 0, 0, o.hadamard_seed, 0, None)
+    if got != want or o.hadamard_seed == 0 or o.smooth_k != 1:
+        raise RuntimeError(f"bench_prepass.py struct layout does not match the library: {got} vs {want}")
+
+
+def _check(lib, status: int, what: str) -> None:
+    if status != 0:
+        msg = lib.fp8attn_quant_last_error() or b""
+        raise RuntimeError(f"{what}: status {status}: {msg.decode()}")
+
+
+def _tensor(t, b: int, s: int, h: int) -> Bf16Tensor:
+    assert t.is_contiguous() and t.data_ptr() % 16 == 0
+    return Bf16Tensor(t.data_ptr(), b, s, h, HEAD_DIM, s * h * HEAD_DIM, h * HEAD_DIM, HEAD_DIM)
+
+
+def _time_ms(torch, fn, warmup: int, runs: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def _inputs(torch, b, sq, sk, h, h_kv, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn((b, sq, h, HEAD_DIM), generator=g, device="cuda").to(torch.bfloat16)
+    k = (torch.randn((b, sk, h_kv, HEAD_DIM), generator=g, device="cuda")
+         + 4.0 * torch.randn((HEAD_DIM,), generator=g, device="cuda")).to(torch.bfloat16)
+    v = torch.randn((b, sk, h_kv, HEAD_DIM), generator=g, device="cuda").to(torch.bfloat16)
+    return q, k, v
+
+
+def _prepass_bytes(b, sq, sk, h, h_kv, smooth_k: bool) -> tuple[int, int]:
+    """(bytes the kernels move, useful bytes: each input read once + the outputs)."""
+    d = HEAD_DIM
+    nq, nkv = b * sq * h * d, b * sk * h_kv * d
+    pad = (sk + 31) // 32 * 32
+    chunks = b * h_kv * math.ceil(sk / STATS_CHUNK) * d
+    outputs = nq + nkv + b * h_kv * d * pad + 4 * (2 * b * h * sq + b * h_kv * (
+        math.ceil(sk / K_SCALE_BLOCK) + 3 * d))
+    useful = 2 * (nq + 2 * nkv) + outputs
+    # Channel reduction: V always (its per-channel scale needs every key), K when smoothed; it
+    # writes partial sums (and V's max, min), which the finalize step reads back.
+    reduction = 2 * nkv * (2 if smooth_k else 1) + 2 * 4 * chunks * ((2 if smooth_k else 1) + 2)
+    return useful + reduction, useful
+
+
+def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -> dict:
+    q, k, v = _inputs(torch, b, s, s, h, h_kv, seed)
+    stream = _vp(torch.cuda.current_stream().cuda_stream)
+    cache_buf = torch.empty(lib.fp8attn_kv_cache_bytes(b, s, h_kv, HEAD_DIM, 0), dtype=torch.uint8,
+                            device="cuda")
+    ws = torch.empty(lib.fp8attn_quantize_kv_workspace_bytes(b, s, h_kv), dtype=torch.uint8,
+                     device="cuda")
+    q_buf = torch.empty(lib.fp8attn_q_quant_bytes(b, s, h, HEAD_DIM), dtype=torch.uint8,
+                        device="cuda")
+    for t in (cache_buf, ws, q_buf):
+        assert t.data_ptr() % 256 == 0, "torch allocation not 256-byte aligned"
+    cache, qq = KvCache(), QQuant()
+    _check(lib, lib.fp8attn_kv_cache_init(ctypes.byref(cache), cache_buf.data_ptr(),
+                                          cache_buf.numel(), b, s, h_kv, HEAD_DIM, 0), "cache init")
+    _check(lib, lib.fp8attn_q_quant_init(ctypes.byref(qq), q_buf.data_ptr(), q_buf.numel(), b, s,
+                                         h, HEAD_DIM), "q init")
+    tq, tk, tv = _tensor(q, b, s, h), _tensor(k, b, s, h_kv), _tensor(v, b, s, h_kv)
+    scale = 1.0 / math.sqrt(HEAD_DIM)
+
+    def prepass():
+        _check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(opts),
+                                            ctypes.byref(cache), ws.data_ptr(), ws.numel(), stream),
+               "quantize_kv")
+        _check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), opts.q_scale,
+                                           scale, ctypes.byref(qq), stream), "quantize_q")
+
+    def q_only():
+        _check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), opts.q_scale,
+                                           scale, ctypes.byref(qq), stream), "quantize_q")
+
+    src = torch.cat([q.reshape(-1), k.reshape(-1), v.reshape(-1)])
+    dst = torch.empty_like(src)
+    copy_ms = _time_ms(torch, lambda: dst.copy_(src), warmup, runs)
+    pre_ms = _time_ms(torch, prepass, warmup, runs)
+    q_ms = _time_ms(torch, q_only, warmup, runs)
+    copy_ms2 = _time_ms(torch, lambda: dst.copy_(src), warmup, runs)  # drift check
+    moved, useful = _prepass_bytes(b, s, s, h, h_kv, bool(opts.smooth_k))
+    med = statistics.median
+    copy_gbps = 2 * src.numel() * 2 / (med(copy_ms) * 1e-3) / 1e9
+    q_bytes = b * s * h * HEAD_DIM * 3 + 8 * b * h * s
+    return {"b": b, "s": s, "h": h, "h_kv": h_kv, "mode": mode,
+            "gbps": moved / (med(pre_ms) * 1e-3) / 1e9,
+            "copy_gbps": copy_gbps,
+            "useful_gbps": useful / (med(pre_ms) * 1e-3) / 1e9,
+            "q_only_gbps": q_bytes / (med(q_ms) * 1e-3) / 1e9,
+            "copy_gbps_after": 2 * src.numel() * 2 / (med(copy_ms2) * 1e-3) / 1e9,
+            "prepass_ms_median": med(pre_ms), "q_only_ms_median": med(q_ms),
+            "copy_ms_median": med(copy_ms), "bytes_moved": moved, "bytes_useful": useful,
+            "copy_bytes": 2 * src.numel() * 2, "runs": runs,
+            "options": {f: getattr(opts, f) for f, _ in QuantOptions._fields_}}
+
+
+def _speed_records(torch, lib, shape, warmup, runs, seed) -> list[dict]:
+    b, sq, sk, h, h_kv, d, causal = (shape.b, shape.sq, shape.sk, shape.h, shape.h_kv, shape.d,
+                                     shape.causal)
+    q, k, v = _inputs(torch, b, sq, sk, h, h_kv, seed)
+    o = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty((b, h, sq), dtype=torch.float32, device="cuda")
+    stream = _vp(torch.cuda.current_stream().cuda_stream)
+    ws = _vp(lib.fp8attn_workspace_create())
+    try:
+        _check(lib, lib.fp8attn_workspace_reserve(
+            ws, lib.fp8attn_attention_workspace_bytes(b, sq, sk, h, h_kv, d)), "reserve")
+        args = AttentionArgs()
+        lib.fp8attn_attention_args_init(ctypes.byref(args))
+        args.q, args.k, args.v = _tensor(q, b, sq, h), _tensor(k, b, sk, h_kv), _tensor(v, b, sk, h_kv)
+        args.o, args.lse, args.causal = o.data_ptr(), lse.data_ptr(), int(causal)
+
+        def e2e():
+            _check(lib, lib.fp8attn_attention(ctypes.byref(args), ws, stream), "attention")
+
+        e2e_ms = _time_ms(torch, e2e, warmup, runs)
+
+        # Kernel alone on the pre-pass's outputs (the cache and Q the workspace now holds are
+        # rebuilt in our own buffers, then only the kernel is timed).
+        cache_buf = torch.empty(lib.fp8attn_kv_cache_bytes(b, sk, h_kv, d, 0), dtype=torch.uint8,
+                                device="cuda")
+        kv_ws = torch.empty(lib.fp8attn_quantize_kv_workspace_bytes(b, sk, h_kv), dtype=torch.uint8,
+                            device="cuda")
+        q_buf = torch.empty(lib.fp8attn_q_quant_bytes(b, sq, h, d), dtype=torch.uint8, device="cuda")
+        cache, qq = KvCache(), QQuant()
+        _check(lib, lib.fp8attn_kv_cache_init(ctypes.byref(cache), cache_buf.data_ptr(),
+                                              cache_buf.numel(), b, sk, h_kv, d, 0), "cache init")
+        _check(lib, lib.fp8attn_q_quant_init(ctypes.byref(qq), q_buf.data_ptr(), q_buf.numel(), b,
+                                             sq, h, d), "q init")
+        _check(lib, lib.fp8attn_quantize_kv(ctypes.byref(args.k), ctypes.byref(args.v),
+                                            ctypes.byref(args.quant), ctypes.byref(cache),
+                                            kv_ws.data_ptr(), kv_ws.numel(), stream), "quantize_kv")
+        _check(lib, lib.fp8attn_quantize_q(ctypes.byref(args.q), ctypes.byref(cache),
+                                           args.quant.q_scale, 1.0 / math.sqrt(d),
+                                           ctypes.byref(qq), stream), "quantize_q")
+        params = ctypes.create_string_buffer(1024)  # fp8attn_fwd_params is far smaller
+        _check(lib, lib.fp8attn_fwd_params_from_quant(params, ctypes.byref(qq), ctypes.byref(cache),
+                                                      o.data_ptr(), lse.data_ptr()), "params")
+        _set_causal(params, int(causal))
+
+        def kernel():
+            if lib.fp8attn_attention_fwd(params, stream) != 0:
+                raise RuntimeError(f"attention_fwd: {lib.fp8attn_last_error().decode()}")
+
+        kernel_ms = _time_ms(torch, kernel, warmup, runs)
+    finally:
+        torch.cuda.synchronize()
+        lib.fp8attn_workspace_destroy(ws)
+    recs = []
+    for method, times in (("fp8attn_end_to_end", e2e_ms),
+                          ("fp8attn_kernel_on_prepass_inputs", kernel_ms)):
+        recs.append({"method": method, "b": b, "sq": sq, "sk": sk, "h": h, "h_kv": h_kv, "d": d,
+                     "causal": bool(causal),
+                     "tflops_median": shape.flops() / (statistics.median(times) * 1e-3) / 1e12,
+                     "runs": len(times)})
+    return recs
+
+
+def _set_causal(params_buf, causal: int) -> None:
+    """fp8attn_fwd_params.causal sits right after softmax_scale; find it through the Python
+    mirror of the struct (python/fp8attn/_abi.py), which checks its own layout."""
+    from fp8attn import _abi
+    off = _abi.FwdParams.causal.offset
+    ctypes.c_int32.from_buffer(params_buf, off).value = causal
+
+
+def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
+                      seed: int = 20261129, log=print) -> dict:
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "python"))
+    sys.path.insert(0, str(root / "bench"))
+    import speed  # the harness's shapes and FLOP count
+
+    assert runs >= 100, "the median of >= 100 runs"
+    lib = _bind(lib_path)
+    notes = []
+    prepass = []
+    configs = [("smooth_kv", dict()), ("no_smooth", dict(smooth_k=0, smooth_v=0)),
+               ("smooth_kv_hadamard", dict(hadamard_qk=1))]
+    for (b, s, h, h_kv) in ((2, 8192, 32, 32), (2, 8192, 32, 8), (1, 16384, 32, 32)):
+        for mode, overrides in configs:
+            opts = QuantOptions()
+            lib.fp8attn_quant_options_init(ctypes.byref(opts))
+            for f, val in overrides.items():
+                setattr(opts, f, val)
+            try:
+                rec = _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed)
+                prepass.append(rec)
+                log(f"  prepass {mode:<20} b={b} s={s} h={h}/{h_kv}: {rec['gbps']:7.0f} GB/s moved, "
+                    f"{rec['useful_gbps']:7.0f} useful, Q pass {rec['q_only_gbps']:7.0f}; "
+                    f"copy {rec['copy_gbps']:7.0f} GB/s")
+            except Exception as e:
+                notes.append(f"prepass {mode} {(b, s, h, h_kv)}: FAILED {type(e).__name__}: {e}")
+                log("  " + notes[-1])
+            torch.cuda.empty_cache()
+    speed_recs = []
+    for shape in speed.speed_shapes():
+        try:
+            recs = _speed_records(torch, lib, shape, warmup, runs, seed)
+            speed_recs += recs
+            e2e, ker = recs[0]["tflops_median"], recs[1]["tflops_median"]
+            log(f"  end_to_end b={shape.b} s={shape.sq} h={shape.h}/{shape.h_kv} "
+                f"causal={int(shape.causal)}: {e2e:7.1f} TFLOP/s, kernel alone {ker:7.1f} "
+                f"({e2e / ker:.1%})")
+        except Exception as e:
+            notes.append(f"end_to_end {shape}: FAILED {type(e).__name__}: {e}")
+            log("  " + notes[-1])
+        torch.cuda.empty_cache()
+    return {"prepass": prepass, "speed": speed_recs, "notes": notes}
+
+
+def run(lib_path: str) -> dict:
+    """The entry point bench/harness.py calls."""
+    import torch
+    return run_prepass_bench(lib_path, torch)
+
+
+def main() -> int:
+    import datetime as dt
+    import subprocess
+
+    import torch
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--out", required=True, help="JSON file to write")
+    ap.add_argument("--runs", type=int, default=100)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_prepass: no CUDA device")
+        return 2
+    res = run_prepass_bench(args.lib, torch, runs=args.runs)
+    root = Path(__file__).resolve().parents[1]
+    commit_file = root / ".carry" / "COMMIT"
+    commit = (commit_file.read_text().strip() if commit_file.exists() else
+              subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True).stdout.strip() or "unknown")
+    res.update({"command": " ".join([sys.executable, *sys.argv]), "commit": commit,
+                "gpu_name": torch.cuda.get_device_name(), "torch": torch.__version__,
+                "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")})
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=1))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
