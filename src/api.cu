@@ -122,10 +122,9 @@ fp8attn_status check_device(int* num_sms) {
   return FP8ATTN_SUCCESS;
 }
 
-// 4-D E4M3 tensor map with 128-byte swizzle. dims/strides innermost first; strides in bytes for
-// dims 1..3.
+// 4-D E4M3 tensor map. dims/strides innermost first; strides in bytes for dims 1..3.
 bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
-                 const cuuint64_t strides[3], const cuuint32_t box[4]) {
+                 const cuuint64_t strides[3], const cuuint32_t box[4], CUtensorMapSwizzle swizzle) {
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   // Through the runtime's driver entry point: the library links no libcuda, so it builds and
   // links on machines with no driver (CI), and the GPU machine's driver provides the function.
@@ -145,17 +144,32 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
   if (!encode) return false;
   const CUresult r = encode(
       map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void*>(base), dims, strides, box,
-      elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS;
 }
 
-bool one_level_accumulation() {
-  static const bool one = [] {
-    const char* e = std::getenv("FP8ATTN_ACCUMULATION");
-    return e && std::string(e) == "one-level";
+// Benchmarking knobs, read once from the environment:
+//   FP8ATTN_ACCUMULATION=two-level|one-level (default two-level)
+//   FP8ATTN_BLOCK_N=128 forces 128-key blocks with one-level accumulation (default 192)
+//   FP8ATTN_PERSISTENT=1: one CTA per SM walking tiles (default one CTA per tile)
+//   FP8ATTN_STAGES=3: three K/V stages for the 192-key kernel (default 2)
+struct KnobSettings {
+  bool two_level = true;
+  int block_n = 192;
+  bool persistent = false;
+  int stages = 2;
+};
+const KnobSettings& knob_settings() {
+  static const KnobSettings k = [] {
+    KnobSettings s;
+    if (const char* e = std::getenv("FP8ATTN_ACCUMULATION")) s.two_level = std::string(e) != "one-level";
+    if (const char* e = std::getenv("FP8ATTN_BLOCK_N")) s.block_n = std::atoi(e) == 128 ? 128 : 192;
+    if (const char* e = std::getenv("FP8ATTN_PERSISTENT")) s.persistent = e[0] == '1';
+    if (const char* e = std::getenv("FP8ATTN_STAGES")) s.stages = std::atoi(e) == 3 ? 3 : 2;
+    return s;
   }();
-  return one;
+  return k;
 }
 
 template <class Cfg>
@@ -171,9 +185,10 @@ fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t str
     const cuuint32_t bk[4] = {128, 1, Cfg::kBlockN, 1};
     const cuuint64_t dv[4] = {cuuint64_t(p.vt_seqlen_pad), 128, cuuint64_t(p.heads_kv), cuuint64_t(p.batch)};
     const cuuint64_t sv[3] = {cuuint64_t(p.vt_stride_d), cuuint64_t(p.vt_stride_h), cuuint64_t(p.vt_stride_b)};
-    const cuuint32_t bv[4] = {Cfg::kBlockN, 128, 1, 1};
-    if (!make_tma_4d(&kp.tma_q, p.q, dq, sq, bq) || !make_tma_4d(&kp.tma_k, p.k, dk, sk, bk) ||
-        !make_tma_4d(&kp.tma_vt, p.vt, dv, sv, bv))
+    const cuuint32_t bv[4] = {Cfg::kVAtomKeys, 128, 1, 1};
+    if (!make_tma_4d(&kp.tma_q, p.q, dq, sq, bq, CU_TENSOR_MAP_SWIZZLE_128B) ||
+        !make_tma_4d(&kp.tma_k, p.k, dk, sk, bk, CU_TENSOR_MAP_SWIZZLE_128B) ||
+        !make_tma_4d(&kp.tma_vt, p.vt, dv, sv, bv, CU_TENSOR_MAP_SWIZZLE_64B))
       return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                   "cuTensorMapEncodeTiled rejected a tensor (strides/extents out of TMA range)");
   }
@@ -220,13 +235,9 @@ fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t str
   });
   if (attr_err != cudaSuccess)
     return fail(FP8ATTN_ERROR_CUDA, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(attr_err));
-  // FP8ATTN_PERSISTENT=1: one CTA per SM walking tiles; default: one CTA per tile, the hardware
-  // block scheduler hands out tiles in order (heavy first for causal).
-  static const bool persistent = [] {
-    const char* e = std::getenv("FP8ATTN_PERSISTENT");
-    return e && e[0] == '1';
-  }();
-  const int grid = persistent ? std::min(kp.num_tiles, num_sms) : kp.num_tiles;
+  // Default: one CTA per tile; the hardware block scheduler hands tiles out in order (heavy first
+  // for causal), which balances load dynamically. Persistent: one CTA per SM, static stride.
+  const int grid = knob_settings().persistent ? std::min(kp.num_tiles, num_sms) : kp.num_tiles;
   attention_fwd_kernel<Cfg><<<grid, Cfg::kThreads, kSmem, stream>>>(kp);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return fail(FP8ATTN_ERROR_CUDA, std::string("launch: ") + cudaGetErrorString(e));
@@ -278,16 +289,22 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   if (s != FP8ATTN_SUCCESS) return s;
   using namespace fp8attn::attn;
   const auto st = static_cast<cudaStream_t>(stream);
-  switch (params->p_precision) {
-    case FP8ATTN_P_E4M3:
-      // FP8ATTN_ACCUMULATION=one-level selects FA3-style accumulation in the wgmma accumulator
-      // (a benchmarking knob for the numerics study; two-level is the default).
-      if (one_level_accumulation()) return launch<Config<PPrecision::kE4M3, false>>(*params, num_sms, st);
-      return launch<Config<PPrecision::kE4M3, true>>(*params, num_sms, st);
-    default:
-      return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
-                  "p_precision E4M3_HILO is not implemented yet in this build");
+  // Kernel choice. Two-level accumulation needs 128-key blocks (registers); so does a per-block
+  // K descale (one scalar per block). Otherwise one-level with 192-key blocks.
+  const KnobSettings& knobs = knob_settings();
+  const bool per_block_k = params->k_descale && params->kd_stride_blk != 0;
+  const bool block128 = per_block_k || knobs.block_n == 128;
+  if (params->p_precision == FP8ATTN_P_E4M3_HILO) {
+    constexpr PPrecision P = PPrecision::kE4M3HiLo;
+    if (knobs.two_level) return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+    if (block128) return launch<Config<P, false, 128, 3>>(*params, num_sms, st);
+    return launch<Config<P, false, 192, 2>>(*params, num_sms, st);
   }
+  constexpr PPrecision P = PPrecision::kE4M3;
+  if (knobs.two_level) return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+  if (block128) return launch<Config<P, false, 128, 3>>(*params, num_sms, st);
+  if (knobs.stages == 3) return launch<Config<P, false, 192, 3>>(*params, num_sms, st);
+  return launch<Config<P, false, 192, 2>>(*params, num_sms, st);
 }
 
 const char* fp8attn_last_error(void) { return g_last_error.c_str(); }

@@ -7,7 +7,7 @@ namespace fp8attn::attn {
 // P's precision in the P @ V product (see fp8attn_p_precision in the public header).
 enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
 
-template <PPrecision kP_ = PPrecision::kE4M3, bool kTwoLevel_ = true>
+template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_>
 struct Config {
   static constexpr PPrecision kP = kP_;
   // Two-level O accumulation (see PVAccumulator in kernel.cuh).
@@ -16,11 +16,13 @@ struct Config {
   // 64 query rows per consumer warpgroup (the wgmma M), two consumer warpgroups per CTA.
   static constexpr int kConsumerWarpgroups = 2;
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
-  // 128 keys per block: the S accumulator (64 regs), the running O (64), the fresh per-block O of
-  // two-level accumulation (64) and two P fragments (2 x 16) must fit in 240 registers. It also
-  // equals FP8ATTN_K_SCALE_BLOCK, so the K descale is one scalar per block.
-  static constexpr int kBlockN = 128;
-  static constexpr int kStages = 2;  // K/V pipeline depth
+  // Keys per block. 128: the S accumulator (64 regs), the running O (64), the fresh per-block O
+  // of two-level accumulation (64) and P (16) fit in 240 registers, and a block is one
+  // FP8ATTN_K_SCALE_BLOCK, so a per-block K descale is one scalar per block. 192: only with
+  // one-level accumulation (S 96 + O 64 + P 24) and one K descale per head; per-block costs
+  // (row-max shuffles, barrier handshakes, O rescale) spread over 1.5x more keys.
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;  // K/V pipeline depth
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
   // setmaxnreg budget: 24 + 2 x 240 per thread of each warpgroup <= 64K registers / 128.
   static constexpr int kProducerRegs = 24;
@@ -28,8 +30,14 @@ struct Config {
   static constexpr int kTileBytesQ = kBlockM * kHeadDim;  // E4M3: one byte per element
   static constexpr int kTileBytesK = kBlockN * kHeadDim;
   static constexpr int kTileBytesV = kHeadDim * kBlockN;
+  // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
+  // must not exceed its swizzle span), each atom [128 channels][64 keys].
+  static constexpr int kVAtomKeys = 64;
+  static constexpr int kVAtomBytes = kHeadDim * kVAtomKeys;
   static_assert(kHeadDim == 128, "one 128-byte swizzle atom per row: d = 128 E4M3 values");
-  static_assert(kBlockN % 32 == 0, "PV consumes keys 32 at a time (one wgmma k-step)");
+  static_assert(kBlockN % kVAtomKeys == 0, "V^T tiles are whole 64-key atoms");
+  static_assert(kBlockN == 128 || (kBlockN == 192 && !kTwoLevel),
+                "192-key blocks fit in registers only with one-level accumulation");
 };
 
 // Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.

@@ -60,8 +60,10 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
                        n * Cfg::kBlockN, tile.batch);
       ptx::mbar_wait(&sm.v_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.v_full[kv.stage], Cfg::kTileBytesV);
-      ptx::tma_load_4d(sm.v[kv.stage], &p.tma_vt, &sm.v_full[kv.stage], n * Cfg::kBlockN, 0,
-                       kv_head, tile.batch);
+#pragma unroll
+      for (int a = 0; a < Cfg::kBlockN / Cfg::kVAtomKeys; ++a)
+        ptx::tma_load_4d(sm.v[kv.stage] + a * Cfg::kVAtomBytes, &p.tma_vt, &sm.v_full[kv.stage],
+                         n * Cfg::kBlockN + a * Cfg::kVAtomKeys, 0, kv_head, tile.batch);
       kv.advance();
     }
     q_phase ^= 1;
@@ -71,23 +73,37 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
 // ---------------------------------------------------------------------------------------------
 // Consumer helpers.
 
-// S = Q_wg K^T: 4 k-steps of 32 along d.
-__device__ __forceinline__ void issue_qk(float (&s)[64], uint32_t q_addr, uint32_t k_addr) {
+// P as A-fragments of the PV wgmma: E4M3, plus the lo term for hi+lo.
+template <class Cfg>
+struct PFragments {
+  static constexpr bool kHiLo = Cfg::kP == PPrecision::kE4M3HiLo;
+  uint32_t hi[Cfg::kBlockN / 8];
+  uint32_t lo[kHiLo ? Cfg::kBlockN / 8 : 1];
+};
+
+// S = Q_wg K^T: 4 k-steps of 32 along d (both tiles: 128-byte rows, 128-byte swizzle).
+template <int kRegs>
+__device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uint32_t k_addr) {
   const uint64_t dq = ptx::make_desc_kmajor_sw128(q_addr);
   const uint64_t dk = ptx::make_desc_kmajor_sw128(k_addr);
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk) ptx::wgmma_m64n128k32_e4m3_ss(s, dq + 2 * kk, dk + 2 * kk, kk > 0);
+  for (int kk = 0; kk < 4; ++kk) ptx::wgmma_ss(s, dq + 2 * kk, dk + 2 * kk, kk > 0);
 }
 
-// acc (+)= P V_n: 4 k-steps of 32 keys. kAccumulate = false starts a fresh accumulator (two-level
-// accumulation: each block's PV in its own registers, added to the FP32 O by FFMA).
-template <bool kAccumulate>
-__device__ __forceinline__ void issue_pv(float (&acc)[64], const uint32_t (&pf)[16], uint32_t v_addr) {
-  const uint64_t dv = ptx::make_desc_kmajor_sw128(v_addr);
+// acc (+)= P V_n: kBlockN/32 k-steps of 32 keys, two per 64-key V^T atom. kAccumulate = false
+// starts a fresh accumulator (two-level accumulation).
+// With P hi+lo, each k-step issues the lo term too, into the same accumulator.
+template <class Cfg, bool kAccumulate>
+__device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    const uint32_t a[4] = {pf[4 * kk], pf[4 * kk + 1], pf[4 * kk + 2], pf[4 * kk + 3]};
-    ptx::wgmma_m64n128k32_e4m3_rs(acc, a, dv + 2 * kk, kAccumulate || kk > 0);
+  for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
+    const uint64_t dv = ptx::make_desc_kmajor_sw64(v_addr + (kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32);
+    const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
+    ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
+    if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {
+      const uint32_t b[4] = {pf.lo[4 * kk], pf.lo[4 * kk + 1], pf.lo[4 * kk + 2], pf.lo[4 * kk + 3]};
+      ptx::wgmma_rs(acc, b, dv, 1);
+    }
   }
 }
 
@@ -96,8 +112,9 @@ __device__ __forceinline__ void issue_pv(float (&acc)[64], const uint32_t (&pf)[
 //              reduced-precision accumulation never spans more than one block of keys;
 //   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
 //              64 fewer live registers, accumulation precision of the tensor core across all keys.
-template <bool kTwoLevel>
+template <class Cfg>
 struct PVAccumulator {
+  static constexpr bool kTwoLevel = Cfg::kTwoLevel;
   float o[64];
   float o_blk[kTwoLevel ? 64 : 1];
 
@@ -106,15 +123,19 @@ struct PVAccumulator {
     for (int i = 0; i < 64; ++i) o[i] = 0.f;
   }
   // Before the wgmma fence: one-level rescales O here (O is not an operand of the QK^T in flight).
+  // Skipped when no row of the warp raised its max (alpha == 1): after the first blocks the max
+  // rarely moves, since blocks are visited last to first and the sink block comes last.
   __device__ __forceinline__ void before_issue(const float (&alpha)[2]) {
     if constexpr (!kTwoLevel) {
+      if (__any_sync(0xffffffff, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
+        for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
+      }
     }
   }
-  __device__ __forceinline__ void issue(const uint32_t (&pf)[16], uint32_t v_addr) {
-    if constexpr (kTwoLevel) issue_pv<false>(o_blk, pf, v_addr);
-    else issue_pv<true>(o, pf, v_addr);
+  __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr) {
+    if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
+    else issue_pv<Cfg, true>(o, pf, v_addr);
   }
   // After the PV wgmma has completed.
   __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
@@ -155,7 +176,7 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
 // Epilogue: BF16 O and FP32 LSE from registers.
 template <class Cfg>
 __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
-                                         float (&o)[64], OnlineSoftmax& sm) {
+                                         float (&o)[64], OnlineSoftmax<Cfg::kBlockN>& sm) {
   float inv_l[2];
   sm.finalize(inv_l);
   const int kv_head = tile.head / p.q_per_kv;
@@ -216,9 +237,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     const Tile tile = TileScheduler::at(p, t);
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
     const int row0 = tile.m_block * Cfg::kBlockM + row_in_tile;
-    OnlineSoftmax softmax;
+    using Softmax = OnlineSoftmax<Cfg::kBlockN>;
+    Softmax softmax;
     softmax.init();
-    PVAccumulator<Cfg::kTwoLevel> acc;
+    PVAccumulator<Cfg> acc;
     acc.zero();
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
       epilogue<Cfg>(p, tile, row0, acc.o, softmax);
@@ -251,8 +273,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       scale[1] = q_scale[1] * kd;
     };
 
-    float s[64], alpha[2], alpha_next[2], scale[2];
-    uint32_t pf[16];
+    float s[Softmax::kRegs], alpha[2], alpha_next[2], scale[2];
+    PFragments<Cfg> pf;
 
     ptx::mbar_wait(&sm.q_full, q_phase);
 
@@ -269,15 +291,16 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     release(&sm.k_empty[kpipe.stage]);
     kpipe.advance();
     block_scale(n, scale);
-    if (n >= kr.n_mask_lo) softmax.step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
-    else softmax.step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
-    OnlineSoftmax::to_e4m3_fragments(s, pf);
+    if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
+    else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
+    Softmax::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
 
     // Steady state: QK^T of block n with PV of block n+1.
     for (--n; n >= kr.n_lo; --n) {
       ptx::mbar_wait(&sm.k_full[kpipe.stage], kpipe.phase);
       ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-      fence_regs(pf);
+      fence_regs(pf.hi);
+      if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
       ptx::wgmma_fence();
       issue_qk(s, q_addr, ptx::smem_addr(sm.k[kpipe.stage]));
       ptx::wgmma_commit();
@@ -293,15 +316,16 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       release(&sm.k_empty[kpipe.stage]);
       kpipe.advance();
       block_scale(n, scale);
-      if (n >= kr.n_mask_lo) softmax.step<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
-      else softmax.step<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
 
       ptx::wgmma_wait<0>();  // O_{n+1} ready
-      fence_regs(pf);
+      fence_regs(pf.hi);
+      if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
       release(&sm.v_empty[vpipe.stage]);
       vpipe.advance();
       acc.after_wait(alpha);
-      OnlineSoftmax::to_e4m3_fragments(s, pf);  // only now: the PV that read pf has completed
+      Softmax::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
     }
@@ -311,7 +335,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // Drain: PV of the first block.
     ptx::mbar_wait(&sm.v_full[vpipe.stage], vpipe.phase);
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-    fence_regs(pf);
+    fence_regs(pf.hi);
+      if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
     acc.before_issue(alpha);
     ptx::wgmma_fence();
     acc.issue(pf, ptx::smem_addr(sm.v[vpipe.stage]));

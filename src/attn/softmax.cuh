@@ -1,6 +1,7 @@
-// Online softmax of one consumer warpgroup, in the layout of the m64n128 wgmma accumulator.
+// Online softmax of one consumer warpgroup, in the layout of the m64nN wgmma accumulator
+// (N = kBlockN keys).
 //
-// Each thread holds two rows (r0 = 16*warp + lane/4 and r0 + 8) and, for each of the 16 column
+// Each thread holds two rows (r0 = 16*warp + lane/4 and r0 + 8) and, for each of the N/8 column
 // groups i of 8 keys, keys 8i + 2*(lane%4) + {0, 1}: s[4i + {0,1}] in row r0, s[4i + {2,3}] in r0+8.
 //
 // Numerics (mirrored by the CPU model, model/kernel_mirror):
@@ -19,7 +20,9 @@ namespace fp8attn::attn {
 
 constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
 
+template <int kBlockN>
 struct OnlineSoftmax {
+  static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   float row_max[2];  // m, log2 units; -inf until a visible key is seen
   float row_sum[2];  // l, this thread's partial sum (the quad reduces it at the end)
 
@@ -31,7 +34,7 @@ struct OnlineSoftmax {
   // Score i of this thread, or -inf where the key is masked. key0: first key of the block;
   // limit[r]: first key row r must not see (min(sk, row + sk - sq + 1) if causal, else sk).
   template <bool kMask>
-  __device__ __forceinline__ static float score(const float (&s)[64], int i, int key0,
+  __device__ __forceinline__ static float score(const float (&s)[kRegs], int i, int key0,
                                                 const int (&limit)[2]) {
     if constexpr (kMask) {
       const int key = key0 + 2 * (threadIdx.x % 4) + 8 * (i / 4) + (i & 1);
@@ -45,11 +48,11 @@ struct OnlineSoftmax {
   // and returns the factor the running O must be multiplied by. Runs while the previous block's
   // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
   template <bool kMask>
-  __device__ __forceinline__ void step(float (&s)[64], int key0, const int (&limit)[2],
+  __device__ __forceinline__ void step(float (&s)[kRegs], int key0, const int (&limit)[2],
                                        const float (&scale)[2], float (&o_rescale)[2]) {
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < kRegs; ++i) {
       s[i] = score<kMask>(s, i, key0, limit);
       mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
     }
@@ -67,7 +70,7 @@ struct OnlineSoftmax {
     }
     float sum[2] = {0.f, 0.f};
 #pragma unroll
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < kRegs; ++i) {
       const int r = (i >> 1) & 1;
       s[i] = ptx::exp2_approx(fmaf(s[i], scale[r], neg_bias[r]));
       sum[r] += s[i];
@@ -79,14 +82,27 @@ struct OnlineSoftmax {
   // p (FP32, accumulator layout) -> E4M3 A-fragments of the PV wgmma. k-step j consumes keys
   // 32j..32j+31; register 4j+{0,1,2,3} holds rows {r0, r0+8, r0, r0+8} x key halves
   // {0-15, 0-15, 16-31, 16-31} of that group, in the key order of fp8attn_vt_key_at.
-  __device__ __forceinline__ static void to_e4m3_fragments(const float (&s)[64], uint32_t (&p)[16]) {
+  // With kHiLo, also the second term: lo = e4m3(p - hi), so that hi + lo carries ~8 significant
+  // bits (unscaled: lo's P V adds straight into the same accumulator as hi's).
+  template <bool kHiLo = false>
+  __device__ __forceinline__ static void to_e4m3_fragments(const float (&s)[kRegs], uint32_t (&p)[kBlockN / 8],
+                                                           uint32_t (&p_lo)[kHiLo ? kBlockN / 8 : 1]) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < kBlockN / 32; ++j) {
       const int g = 16 * j;  // s index of column group 4j
-      p[4 * j + 0] = ptx::pack_e4m3x4(s[g + 0], s[g + 1], s[g + 4], s[g + 5]);
-      p[4 * j + 1] = ptx::pack_e4m3x4(s[g + 2], s[g + 3], s[g + 6], s[g + 7]);
-      p[4 * j + 2] = ptx::pack_e4m3x4(s[g + 8], s[g + 9], s[g + 12], s[g + 13]);
-      p[4 * j + 3] = ptx::pack_e4m3x4(s[g + 10], s[g + 11], s[g + 14], s[g + 15]);
+      constexpr int kOrder[4][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}, {8, 9, 12, 13}, {10, 11, 14, 15}};
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const float x0 = s[g + kOrder[r][0]], x1 = s[g + kOrder[r][1]];
+        const float x2 = s[g + kOrder[r][2]], x3 = s[g + kOrder[r][3]];
+        p[4 * j + r] = ptx::pack_e4m3x4(x0, x1, x2, x3);
+        if constexpr (kHiLo) {
+          float h0, h1, h2, h3;
+          ptx::unpack_e4m3x2(static_cast<uint16_t>(p[4 * j + r] & 0xFFFF), h0, h1);
+          ptx::unpack_e4m3x2(static_cast<uint16_t>(p[4 * j + r] >> 16), h2, h3);
+          p_lo[4 * j + r] = ptx::pack_e4m3x4(x0 - h0, x1 - h1, x2 - h2, x3 - h3);
+        }
+      }
     }
   }
 

@@ -48,4 +48,14 @@ __device__ __forceinline__ uint64_t make_desc_kmajor_sw128(uint32_t smem_byte_ad
   return desc;
 }
 
+// The same for a tile with 64-byte rows and 64-byte swizzle (8-row groups 512 bytes apart).
+__device__ __forceinline__ uint64_t make_desc_kmajor_sw64(uint32_t smem_byte_addr) {
+  uint64_t desc = 0;
+  desc |= static_cast<uint64_t>((smem_byte_addr & 0x3FFFF) >> 4);
+  desc |= static_cast<uint64_t>(1) << 16;
+  desc |= static_cast<uint64_t>(512 >> 4) << 32;
+  desc |= static_cast<uint64_t>(2) << 62;
+  return desc;
+}
+
 }  // namespace fp8attn::ptx
