@@ -1,7 +1,7 @@
 // kernel_probe: the kernel developer's quick check. Random Q, K, V -> E4M3 (per-tensor scales),
 // the kernel, then (1) kernel-only error of sampled rows against FP64 attention on the
 // dequantized inputs, (2) TFLOP/s (CUDA events, median of `iters` runs after warm-up).
-// Usage: kernel_probe b sq sk h h_kv causal iters [check_rows]
+// Usage: kernel_probe b sq sk h h_kv causal iters [check_rows [p_precision]]
 // The full GPU tests and the harness (bench/) are the authority; this prints one line per run.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -34,10 +34,12 @@ int main(int argc, char** argv) {
             h = std::atoi(argv[4]), hkv = std::atoi(argv[5]), causal = std::atoi(argv[6]),
             iters = std::atoi(argv[7]);
   const int check_rows = argc > 8 ? std::atoi(argv[8]) : 64;
+  const int p_precision = argc > 9 ? std::atoi(argv[9]) : FP8ATTN_P_E4M3;
   const int d = 128;
   fp8attn_fwd_params p;
   fp8attn_fwd_params_init(&p, b, sq, sk, h, hkv, d);
   p.causal = causal;
+  p.p_precision = p_precision;
 
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
@@ -164,9 +166,9 @@ int main(int argc, char** argv) {
   const double med = iters ? ms[iters / 2] : 0;
   const double flops = 4.0 * b * h * double(sq) * sk * d * (causal ? 0.5 : 1.0);
   std::printf(
-      "probe b=%d sq=%d sk=%d h=%d hkv=%d causal=%d seed=%u | rel_rmse=%.3e max=%.3e lse_max=%.3e "
+      "probe b=%d sq=%d sk=%d h=%d hkv=%d causal=%d p=%d seed=%u | rel_rmse=%.3e max=%.3e lse_max=%.3e "
       "nonfinite=%zu rows=%d | median %.4f ms %.1f TFLOP/s\n",
-      b, sq, sk, h, hkv, causal, seed, rel_rmse, maxe, lse_maxe, nan_count, check_rows, med,
+      b, sq, sk, h, hkv, causal, p_precision, seed, rel_rmse, maxe, lse_maxe, nan_count, check_rows, med,
       iters ? flops / (med * 1e-3) / 1e12 : 0.0);
   return (nan_count == 0 && rel_rmse < 5e-2) ? 0 : 1;
 }
