@@ -162,8 +162,12 @@ def main() -> int:
             q, k, v = accuracy.synthetic("gaussian", shape.b, shape.sq, shape.h, shape.h_kv,
                                          shape.d, args.seed, device)
             return {"bf16": (q, k, v), "quantized": quantize_per_head(q, k, v)}
-        speed_recs = speed.run_speed(shapes, spd_methods, make_inputs, args.warmup, args.runs,
-                                     log, notes)
+        try:
+            speed_recs = speed.run_speed(shapes, spd_methods, make_inputs, args.warmup, args.runs,
+                                         log, notes)
+        except Exception as e:  # write what we have: a partial table beats no results file
+            notes.append(f"speed table aborted: {type(e).__name__}: {e}")
+            log(notes[-1])
         clocks["after_speed"] = gpu_clocks()
 
     acc_recs, lse_recs = [], []
@@ -180,10 +184,16 @@ def main() -> int:
             f"h={s['h']}/{s['h_kv']} d=128, seed {args.seed}")
         for name, qkv in datasets:
             for causal in (False, True):
-                a, l = accuracy.run_dataset(name, qkv, causal, acc_methods, quantize_per_head,
-                                            log, notes)
-                acc_recs += a
-                lse_recs += l
+                try:
+                    a, l = accuracy.run_dataset(name, qkv, causal, acc_methods, quantize_per_head,
+                                                log, notes)
+                    acc_recs += a
+                    lse_recs += l
+                except Exception as e:
+                    notes.append(f"accuracy {name} causal={int(causal)} aborted: {type(e).__name__}: {e}")
+                    log(notes[-1])
+            if device == "cuda":
+                torch.cuda.empty_cache()
 
     extra = {} if args.dry_run else prepass_records(Path(args.lib), notes)
     commit = read_commit(args)

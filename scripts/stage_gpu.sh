@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs HERE (no GPU needed): builds libfp8attn.so and the GPU test executables, and copies what
+# one GPU session needs into .carry/ (git-ignored), with the commit they were built from:
+#   .carry/libfp8attn.so  .carry/tests/test_*  .carry/COMMIT  .carry/BUILD_INFO
+#   .carry/captures/      (a small pack of captured activations, when data/cache/ holds them)
+# Then prints the size to carry. The GPU session is scripts/gpu_session.sh, run with carry
+# [".carry"].
+#
+#   scripts/stage_gpu.sh                 # build dir build-stage/, pack: 2048 tokens, KV head 0
+#   BUILD_DIR=build-x PACK_ARGS="--tokens 4096 --kv-heads 0" scripts/stage_gpu.sh
+#   NO_CAPTURES=1 scripts/stage_gpu.sh   # carry no captured activations
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-stage}
+PACK_ARGS=${PACK_ARGS:---tokens 2048 --kv-heads 0}
+CARRY=.carry
+LIMIT_MIB=64
+
+gpu_tests=()
+for src in tests/gpu/test_*.cu; do
+  [[ -e "$src" ]] && gpu_tests+=("$(basename "$src" .cu)")
+done
+echo "stage: configure + build ${BUILD_DIR}/ (fp8attn ${gpu_tests[*]})"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+nice -n 10 cmake --build "$BUILD_DIR" -j 2 --target fp8attn "${gpu_tests[@]}" 2>&1 |
+  grep -E "error|warning: Registers are spilled|Error|Built target" || true
+
+rm -rf "$CARRY"
+mkdir -p "$CARRY/tests"
+cp "$BUILD_DIR/src/libfp8attn.so" "$CARRY/"
+for t in "${gpu_tests[@]}"; do
+  cp "$BUILD_DIR/tests/$t" "$CARRY/tests/"
+done
+
+# The commit the binaries were built from; "-dirty" when what was compiled differs from it
+# (modified tracked files, or untracked sources that the build globs in).
+commit=$(git rev-parse --short=12 HEAD)
+if [[ -n "$(git status --porcelain -- src model include tests tools CMakeLists.txt)" ]]; then
+  commit="${commit}-dirty"
+fi
+echo "$commit" > "$CARRY/COMMIT"
+{
+  echo "commit: $commit"
+  echo "built: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
+  echo "nvcc: $(nvcc --version | tail -1)"
+  echo "build dir: $BUILD_DIR"
+  git status --short | head -50
+} > "$CARRY/BUILD_INFO"
+
+if [[ -z "${NO_CAPTURES:-}" && -f data/captures.json && -d data/cache/captures ]]; then
+  echo "stage: packing captured activations (tools/capture/pack.py $PACK_ARGS)"
+  # shellcheck disable=SC2086
+  if ! python3 tools/capture/pack.py $PACK_ARGS --out "$CARRY/captures"; then
+    echo "stage: WARNING: pack failed; no captured activations carried"
+    rm -rf "$CARRY/captures"
+  fi
+else
+  echo "stage: no captured activations carried (data/captures.json or data/cache/captures absent)"
+fi
+
+# The working tree travels too: tracked files plus untracked, not ignored ones.
+tree_bytes=$( (git ls-files -z; git ls-files -z --others --exclude-standard) |
+  xargs -0 -r du -cb 2>/dev/null | awk '/total$/ {s += $1} END {print s + 0}')
+carry_bytes=$(du -sb "$CARRY" | cut -f1)
+total=$((tree_bytes + carry_bytes))
+printf 'stage: .carry %.1f MiB + working tree %.1f MiB = %.1f MiB (limit %d MiB)\n' \
+  "$(echo "$carry_bytes / 1048576" | bc -l)" "$(echo "$tree_bytes / 1048576" | bc -l)" \
+  "$(echo "$total / 1048576" | bc -l)" "$LIMIT_MIB"
+du -sh "$CARRY"/* "$CARRY"/tests/* 2>/dev/null | sed 's/^/  /'
+if ((total > LIMIT_MIB * 1048576)); then
+  echo "stage: TOO BIG to carry: shrink the pack (PACK_ARGS) or NO_CAPTURES=1" >&2
+  exit 1
+fi
+echo "stage: ready. On the GPU: scripts/gpu_session.sh with carry [\".carry\"] (commit $commit)"

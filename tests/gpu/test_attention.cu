@@ -1,0 +1,355 @@
+// GPU tests of fp8attn_attention_fwd: against the CPU model's kernel mirror (small shapes,
+// element by element) and against exact FP64 attention on the dequantized inputs (seqlens 1, 127,
+// 1000, 8191; b=3, h=5; GQA 32/8; causal and not; sq != sk), with poisoned outputs and guard
+// bands. Every test prints its seed; FP8ATTN_TEST_SEED overrides it.
+//
+// Tolerances (derived in check_against_reference / check_against_mirror below):
+//  - vs FP64, every element: |O - O_ref| <= (2^-4 + a) * sum_j P_j |v_jc|  (P rounded to E4M3:
+//    half an ulp is <= 2^-4 relative)  + 2^-18 * n * max_j |v_jc|  (E4M3 subnormals of p in
+//    [0, 256]: absolute error <= 2^-10, divided by l >= 256)  + one BF16 ulp of the output,
+//    where a = 2^-11 + 2 ln2 * 2^-11 * max_j scale * sum_c |q_c k_jc| allows Hopper's FP8 wgmma
+//    accumulation (~13 mantissa bits, NUMERICS.md) in both products. And over the whole tensor:
+//    RMSE <= 2 x the RMSE of the host mirror of the same numerics (FA3's "2x the error of a
+//    reference at the same precision" rule).
+//  - vs the mirror, every element: one BF16 ulp + a * sum_j P_j|v_jc| + two flipped E4M3
+//    roundings of p (2 x 2^-3 x max_j P_j |v_jc| + 2^-17 max|v|); over the tensor, RMSE of
+//    (kernel - mirror) <= 1/2 of the mirror's own error vs FP64. Why 1/2: a difference dp/p in
+//    p (QK^T summation order/width: ~1e-3 if Hopper keeps ~13 bits) flips p's E4M3 rounding with
+//    probability ~(dp/p)/2^-3.5, each flip moving O by ~0.09 P_j v_j, while the mirror's own
+//    error is ~0.026 P_j v_j per key: their ratio is 3.5 sqrt(flip rate) ~ 0.4 at 1.2%.
+//  - LSE: ln2 * 2^-11 * max_j scale sum_c|q_c k_jc| + 1e-5 (1 + |LSE|) + 2^-22 n.
+// NaN or Inf anywhere (other than LSE = -inf on rows with no visible key) fails every check.
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "test_attention_util.cuh"
+
+#if __has_include("model/kernel_mirror.h")
+#include "model/kernel_mirror.h"
+#define FP8ATTN_HAVE_MODEL_MIRROR 1
+#endif
+
+namespace fp8attn::test {
+namespace {
+
+constexpr double kAccRel = 1.0 / 2048;  // 2^-11: FP8 wgmma accumulation, 4 k-steps of ~2^-13
+
+uint64_t test_seed(uint64_t fallback) {
+  const char* e = std::getenv("FP8ATTN_TEST_SEED");
+  return e ? std::strtoull(e, nullptr, 10) : fallback;
+}
+
+double bf16_ulp(double x) {
+  const double a = std::fabs(x);
+  if (a < 1e-30) return 1e-38;
+  return std::ldexp(1.0, std::ilogb(a) - 7);  // 8 significant bits
+}
+
+struct Verdict {
+  bool ok = true;
+  std::string msg;
+  void fail(const std::string& m) {
+    if (ok) msg = m;  // keep the first failure; it names the worst place
+    ok = false;
+  }
+};
+
+std::string where(const Shape& s, int64_t i) {
+  const int c = int(i % kD), h = int(i / kD % s.h), t = int(i / kD / s.h % s.sq),
+            b = int(i / kD / s.h / s.sq);
+  std::ostringstream o;
+  o << "(b=" << b << ", t=" << t << ", h=" << h << ", c=" << c << ")";
+  return o.str();
+}
+
+// Structure: O finite everywhere, exactly 0 on rows with no visible key; LSE finite, or -inf
+// exactly on those rows. The NaN poison makes an element the kernel did not write fail here.
+Verdict check_written(const Shape& s, const Output& out, const Result& ref) {
+  Verdict v;
+  for (int64_t i = 0; i < int64_t(out.o_bits.size()); ++i) {
+    const float x = out.o(i);
+    const int t = int(i / kD / s.h % s.sq), h = int(i / kD % s.h), b = int(i / kD / s.h / s.sq);
+    const bool empty = ref.visible[(int64_t(b) * s.h + h) * s.sq + t] == 0;
+    if (!std::isfinite(x)) return v.fail("O not finite (unwritten or NaN) at " + where(s, i)), v;
+    if (empty && x != 0.f) return v.fail("O != 0 on a row with no visible key at " + where(s, i)), v;
+  }
+  for (int64_t i = 0; i < int64_t(out.lse.size()); ++i) {
+    const bool empty = ref.visible[i] == 0;
+    const float l = out.lse[i];
+    if (empty ? !(std::isinf(l) && l < 0) : !std::isfinite(l))
+      return v.fail("LSE[" + std::to_string(i) + "] = " + std::to_string(l) +
+                    (empty ? ": a row with no visible key must give -inf" : ": not finite")), v;
+  }
+  return v;
+}
+
+double acc_allowance(const Result& ref, int64_t lse_index) {
+  return kAccRel + 2 * M_LN2 * kAccRel * ref.abs_score_max[lse_index] * kLog2e;
+}
+
+struct Errors {
+  double rmse = 0, max_abs = 0, ref_rms = 0;
+};
+
+template <class F>
+Errors errors_of(int64_t n, F diff_and_ref) {
+  Errors e;
+  double se = 0, sr = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto [d, r] = diff_and_ref(i);
+    if (!std::isfinite(d)) return {NAN, NAN, NAN};
+    se += d * d;
+    sr += r * r;
+    e.max_abs = std::max(e.max_abs, std::fabs(d));
+  }
+  e.rmse = std::sqrt(se / std::max<int64_t>(n, 1));
+  e.ref_rms = std::sqrt(sr / std::max<int64_t>(n, 1));
+  return e;
+}
+
+Verdict check_against_reference(const Shape& s, const Output& out, const Output& mirror,
+                                const Result& ref) {
+  Verdict v = check_written(s, out, ref);
+  if (!v.ok) return v;
+  const int64_t n = int64_t(out.o_bits.size());
+  double worst_ratio = 0;
+  int64_t worst = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    const int t = int(i / kD / s.h % s.sq), h = int(i / kD % s.h), b = int(i / kD / s.h / s.sq);
+    const int64_t li = (int64_t(b) * s.h + h) * s.sq + t;
+    const double bound = (1.0 / 16 + acc_allowance(ref, li)) * ref.abs_pv[i] +
+                         std::ldexp(double(ref.visible[li]), -18) * ref.vmax[i] +
+                         bf16_ulp(std::fabs(ref.o[i]) + ref.abs_pv[i] / 8);
+    const double err = std::fabs(double(out.o(i)) - ref.o[i]);
+    if (!(err <= bound)) return v.fail("|O - O_ref| = " + std::to_string(err) + " > bound " +
+                                       std::to_string(bound) + " at " + where(s, i)), v;
+    if (err / bound > worst_ratio) worst_ratio = err / bound, worst = i;
+  }
+  const Errors ek = errors_of(n, [&](int64_t i) { return std::pair{out.o(i) - ref.o[i], ref.o[i]}; });
+  const Errors em = errors_of(n, [&](int64_t i) { return std::pair{mirror.o(i) - ref.o[i], ref.o[i]}; });
+  std::printf("    vs FP64: kernel rmse %.3e max %.3e | mirror rmse %.3e max %.3e | rms(ref) %.3e | "
+              "worst element at %.2f of its bound %s\n", ek.rmse, ek.max_abs, em.rmse, em.max_abs,
+              ek.ref_rms, worst_ratio, worst >= 0 ? where(s, worst).c_str() : "");
+  if (!(ek.rmse <= 2 * em.rmse + 1e-30))
+    v.fail("kernel RMSE " + std::to_string(ek.rmse) + " > 2 x mirror RMSE " + std::to_string(em.rmse));
+  for (int64_t i = 0; i < int64_t(out.lse.size()) && v.ok; ++i) {
+    if (ref.visible[i] == 0) continue;
+    const double tol = M_LN2 * kAccRel * ref.abs_score_max[i] * kLog2e +
+                       1e-5 * (1 + std::fabs(ref.lse[i])) + std::ldexp(double(ref.visible[i]), -22);
+    const double err = std::fabs(out.lse[i] - ref.lse[i]);
+    if (!(err <= tol))
+      v.fail("|LSE - LSE_ref| = " + std::to_string(err) + " > " + std::to_string(tol) +
+             " at row " + std::to_string(i) + " (LSE " + std::to_string(out.lse[i]) + ", ref " +
+             std::to_string(ref.lse[i]) + ")");
+  }
+  return v;
+}
+
+Verdict check_against_mirror(const Shape& s, const Output& out, const Output& mirror,
+                             const Result& ref) {
+  Verdict v = check_written(s, out, ref);
+  if (!v.ok) return v;
+  const int64_t n = int64_t(out.o_bits.size());
+  int64_t beyond_tight = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int t = int(i / kD / s.h % s.sq), h = int(i / kD % s.h), b = int(i / kD / s.h / s.sq);
+    const int64_t li = (int64_t(b) * s.h + h) * s.sq + t;
+    const double k = out.o(i), m = mirror.o(i);
+    const double tight = bf16_ulp(std::max(std::fabs(k), std::fabs(m))) +
+                         acc_allowance(ref, li) * ref.abs_pv[i];
+    const double loose = tight + 2 * (ref.max_pv[i] / 8 + std::ldexp(ref.vmax[i], -17)) +
+                         bf16_ulp(std::fabs(m) + ref.max_pv[i]);
+    const double err = std::fabs(k - m);
+    if (!(err <= loose))
+      return v.fail("|O - O_mirror| = " + std::to_string(err) + " > " + std::to_string(loose) +
+                    " at " + where(s, i) + " (kernel " + std::to_string(k) + ", mirror " +
+                    std::to_string(m) + ")"), v;
+    beyond_tight += err > tight;
+  }
+  const Errors em = errors_of(n, [&](int64_t i) { return std::pair{mirror.o(i) - ref.o[i], ref.o[i]}; });
+  const Errors ekm = errors_of(n, [&](int64_t i) { return std::pair{double(out.o(i)) - mirror.o(i), 0.0}; });
+  std::printf("    vs mirror: rmse %.3e max %.3e; mirror vs FP64 rmse %.3e; %lld of %lld elements "
+              "needed the flipped-rounding allowance\n", ekm.rmse, ekm.max_abs, em.rmse,
+              (long long)beyond_tight, (long long)n);
+  if (!(ekm.rmse <= 0.5 * em.rmse + 1e-30))
+    v.fail("RMSE(kernel - mirror) " + std::to_string(ekm.rmse) + " > 1/2 of the mirror's error " +
+           std::to_string(em.rmse));
+  // A flip needs p within ~1e-3 relative of an E4M3 rounding midpoint: rare.
+  if (beyond_tight > n / 50) v.fail(std::to_string(beyond_tight) + " elements beyond the tight tolerance");
+  for (int64_t i = 0; i < int64_t(out.lse.size()) && v.ok; ++i) {
+    if (ref.visible[i] == 0) continue;
+    const double tol = M_LN2 * kAccRel * ref.abs_score_max[i] * kLog2e +
+                       1e-5 * (1 + std::fabs(mirror.lse[i])) + std::ldexp(double(ref.visible[i]), -22);
+    if (!(std::fabs(out.lse[i] - mirror.lse[i]) <= tol))
+      v.fail("|LSE - LSE_mirror| = " + std::to_string(std::fabs(out.lse[i] - mirror.lse[i])) +
+             " > " + std::to_string(tol) + " at row " + std::to_string(i));
+  }
+  return v;
+}
+
+// FP8ATTN_TEST_MIRROR_AS_KERNEL=1 runs the tests on a machine without a GPU with the host mirror
+// in the kernel's place: it tests the tests (reference, layouts, tolerances), not the kernel.
+bool mirror_as_kernel() {
+  const char* e = std::getenv("FP8ATTN_TEST_MIRROR_AS_KERNEL");
+  return e && e[0] == '1';
+}
+
+// Runs the kernel (or, in the test-the-tests mode, the mirror) on p.
+::testing::AssertionResult run_kernel(const Problem& p, Output& out) {
+  if (mirror_as_kernel()) {
+    out = mirror_kernel(p);
+    return ::testing::AssertionSuccess();
+  }
+  DeviceRun run(p);
+  const fp8attn_fwd_params a = run.params();
+  const fp8attn_status st = fp8attn_attention_fwd(&a, nullptr);
+  if (st != FP8ATTN_SUCCESS)
+    return ::testing::AssertionFailure() << "status " << st << ": " << fp8attn_last_error();
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return ::testing::AssertionFailure() << "kernel: " << cudaGetErrorString(e);
+  std::string why;
+  if (!run.download(out, why)) return ::testing::AssertionFailure() << why;
+  return ::testing::AssertionSuccess();
+}
+
+#define REQUIRE_DEVICE_OR_MIRROR()          \
+  do {                                      \
+    if (!mirror_as_kernel()) FP8ATTN_REQUIRE_SM90(); \
+  } while (0)
+
+// The model's mirror when the model provides one, else the host mirror above.
+Output model_mirror(const Problem& p) {
+#ifdef FP8ATTN_HAVE_MODEL_MIRROR
+  model::KernelMirrorInputs in;
+  in.batch = p.s.b, in.seqlen_q = p.s.sq, in.seqlen_k = p.s.sk, in.heads = p.s.h, in.heads_kv = p.s.h_kv;
+  in.q = p.q8.data(), in.k = p.k8.data(), in.v = p.v8.data();
+  in.q_descale = p.q_descale.data(), in.k_descale = p.k_descale.data(), in.v_descale = p.v_descale.data();
+  in.lse_bias = p.lse_bias.empty() ? nullptr : p.lse_bias.data();
+  in.o_bias = p.o_bias.empty() ? nullptr : p.o_bias.data();
+  in.softmax_scale = p.softmax_scale, in.causal = p.s.causal, in.p_precision = p.s.p_precision;
+  const model::KernelMirrorOutputs m = model::kernel_mirror_forward(in);
+  return Output{m.o_bf16, m.lse};
+#else
+  return mirror_kernel(p);
+#endif
+}
+
+// ---- element-wise against the model's kernel mirror, small shapes ---------------------------
+
+class AgainstModelMirror : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(AgainstModelMirror, ElementWise) {
+  REQUIRE_DEVICE_OR_MIRROR();
+  const Shape s = GetParam();
+  const uint64_t seed = test_seed(0x5EED0000u + s.sq * 131 + s.sk * 7 + s.h);
+  std::printf("    %s seed %llu, mirror: %s\n", s.name().c_str(), (unsigned long long)seed,
+#ifdef FP8ATTN_HAVE_MODEL_MIRROR
+              "model::kernel_mirror_forward"
+#else
+              "host mirror in test_attention_util.cuh (model mirror absent)"
+#endif
+  );
+  const Problem p = make_problem(s, seed);
+  Output out;
+  ASSERT_TRUE(run_kernel(p, out));
+  const Result ref = reference_f64(p);
+  const Verdict v = check_against_mirror(s, out, model_mirror(p), ref);
+  EXPECT_TRUE(v.ok) << v.msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Small, AgainstModelMirror,
+    ::testing::Values(Shape{2, 200, 200, 4, 2, false}, Shape{2, 200, 200, 4, 2, true},
+                      Shape{1, 257, 129, 2, 1, false}, Shape{1, 129, 257, 2, 1, true},
+                      Shape{1, 64, 384, 3, 3, true, FP8ATTN_P_E4M3, true},
+                      Shape{2, 150, 300, 4, 1, false, FP8ATTN_P_E4M3_HILO}),
+    [](const auto& info) { return info.param.name(); });
+
+// ---- against exact FP64 attention -------------------------------------------------------------
+
+class AgainstFp64 : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(AgainstFp64, BoundAndRmse) {
+  REQUIRE_DEVICE_OR_MIRROR();
+  const Shape s = GetParam();
+  const uint64_t seed = test_seed(0xF64000u + s.sq * 17 + s.sk + s.h * 3 + s.causal);
+  std::printf("    %s seed %llu\n", s.name().c_str(), (unsigned long long)seed);
+  const Problem p = make_problem(s, seed);
+  Output out;
+  ASSERT_TRUE(run_kernel(p, out));
+  const Result ref = reference_f64(p);
+  const Verdict v = check_against_reference(s, out, mirror_kernel(p), ref);
+  EXPECT_TRUE(v.ok) << v.msg;
+}
+
+std::vector<Shape> fp64_shapes() {
+  std::vector<Shape> v;
+  for (bool causal : {false, true}) {
+    for (int s : {1, 127, 1000}) v.push_back({3, s, s, 5, 5, causal});
+    v.push_back({1, 8191, 8191, 2, 1, causal});   // long: few heads keep the FP64 reference short
+    v.push_back({1, 1000, 1000, 32, 8, causal});  // GQA 32/8
+    v.push_back({2, 300, 1000, 4, 2, causal});    // sq < sk
+    v.push_back({2, 1000, 300, 4, 2, causal});    // sq > sk: causal rows 0..699 see no key
+    v.push_back({3, 127, 1000, 5, 5, causal, FP8ATTN_P_E4M3_HILO});
+  }
+  v.push_back({2, 333, 555, 4, 2, true, FP8ATTN_P_E4M3, true});  // lse_bias and o_bias
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Seqlens, AgainstFp64, ::testing::ValuesIn(fp64_shapes()),
+                         [](const auto& info) { return info.param.name(); });
+
+// ---- the checks themselves must be able to fail ----------------------------------------------
+
+TEST(Checks, NaNNeverPasses) {
+  const Shape s{1, 40, 40, 2, 1, false};
+  const Problem p = make_problem(s, test_seed(7));
+  const Result ref = reference_f64(p);
+  const Output mirror = mirror_kernel(p);
+  ASSERT_TRUE(check_against_reference(s, mirror, mirror, ref).ok);
+  ASSERT_TRUE(check_against_mirror(s, mirror, mirror, ref).ok);
+  Output bad = mirror;
+  bad.o_bits[1234] = 0x7FC0;  // BF16 NaN
+  EXPECT_FALSE(check_against_reference(s, bad, mirror, ref).ok);
+  EXPECT_FALSE(check_against_mirror(s, bad, mirror, ref).ok);
+  bad = mirror;
+  bad.lse[3] = NAN;
+  EXPECT_FALSE(check_against_reference(s, bad, mirror, ref).ok);
+  EXPECT_FALSE(check_against_mirror(s, bad, mirror, ref).ok);
+  bad = mirror;
+  bad.o_bits[77] = 0xFFFF;  // the poison pattern: an element the kernel did not write
+  EXPECT_FALSE(check_against_mirror(s, bad, mirror, ref).ok);
+}
+
+TEST(Checks, WrongValuesFail) {
+  // A V^T layout mistake (keys of a group swapped) must fail both checks.
+  const Shape s{1, 64, 256, 2, 1, false};
+  const Problem p = make_problem(s, test_seed(11));
+  const Result ref = reference_f64(p);
+  const Output mirror = mirror_kernel(p);
+  Problem swapped = p;
+  for (int64_t i = 0; i < int64_t(swapped.v8.size()) / kD; i += 2)
+    for (int c = 0; c < kD; ++c) std::swap(swapped.v_raw[i * kD + c], swapped.v_raw[(i + 1) * kD + c]);
+  const Output wrong = mirror_kernel(swapped);
+  EXPECT_FALSE(check_against_mirror(s, wrong, mirror, ref).ok);
+  EXPECT_FALSE(check_against_reference(s, wrong, mirror, ref).ok);
+  // So must skipping P's rounding error bound the other way: O off by 1% everywhere.
+  Output off = mirror;
+  for (auto& b : off.o_bits) b = model::float_to_bf16(model::bf16_to_float(b) * 1.01f + 1e-3f);
+  EXPECT_FALSE(check_against_mirror(s, off, mirror, ref).ok);
+}
+
+#ifdef FP8ATTN_HAVE_MODEL_MIRROR
+TEST(Checks, HostMirrorMatchesModelMirror) {
+  // The host mirror (used for the FP64 tests' RMSE yardstick) and the model's agree.
+  const Shape s{2, 150, 300, 4, 2, true};
+  const Problem p = make_problem(s, test_seed(13));
+  const Result ref = reference_f64(p);
+  const Verdict v = check_against_mirror(s, mirror_kernel(p), model_mirror(p), ref);
+  EXPECT_TRUE(v.ok) << v.msg;
+}
+#endif
+
+}  // namespace
+}  // namespace fp8attn::test

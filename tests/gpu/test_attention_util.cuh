@@ -1,0 +1,434 @@
+// Shared by tests/gpu/test_attention*.cu: random problems quantized with the model's codecs,
+// V^T built with fp8attn_vt_key_at, an FP64 reference that also returns the terms of the error
+// bound, a host mirror of the kernel's documented numerics, and a device runner with poisoned
+// outputs.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <ostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fp8attn/fp8attn.h"
+#include "model/codecs.h"
+
+namespace fp8attn::test {
+
+constexpr int kD = 128;
+constexpr double kLog2e = 1.4426950408889634;
+
+// Skips the calling test unless an sm_90 device is present.
+#define FP8ATTN_REQUIRE_SM90()                                                          \
+  do {                                                                                  \
+    const std::string why = ::fp8attn::test::sm90_missing_reason();                     \
+    if (!why.empty()) GTEST_SKIP() << why;                                              \
+  } while (0)
+
+inline std::string sm90_missing_reason() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    return "no CUDA device";
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
+  if (prop.major != 9 || prop.minor != 0)
+    return std::string("needs sm_90, device 0 is ") + prop.name;
+  return "";
+}
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << cudaGetErrorString(cudaGetLastError())
+
+// Runs f(i) for i in [0, n) on all hardware threads (the .cu files get no OpenMP flags).
+inline void parallel_for(int64_t n, const std::function<void(int64_t)>& f) {
+  const int threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 64u));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t i = t; i < n; i += threads) f(i);
+    });
+  for (auto& th : pool) th.join();
+}
+
+struct Shape {
+  int b, sq, sk, h, h_kv;
+  bool causal;
+  int p_precision = FP8ATTN_P_E4M3;
+  bool biases = false;  // nonzero lse_bias and o_bias
+  std::string name() const {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "b%d_sq%d_sk%d_h%d_hkv%d_%s%s%s", b, sq, sk, h, h_kv,
+                  causal ? "causal" : "full", p_precision ? "_hilo" : "", biases ? "_bias" : "");
+    return buf;
+  }
+  int k_blocks() const { return (sk + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK; }
+  int sk_pad() const { return (sk + FP8ATTN_VT_PAD - 1) / FP8ATTN_VT_PAD * FP8ATTN_VT_PAD; }
+  // First key row i must not see (bottom-right causal), clamped to [0, sk].
+  int key_end(int i) const {
+    if (!causal) return sk;
+    return static_cast<int>(std::clamp<int64_t>(int64_t{i} + sk - sq + 1, 0, sk));
+  }
+};
+
+inline void PrintTo(const Shape& s, std::ostream* os) { *os << s.name(); }
+
+// The kernel's inputs on the host, and the values they stand for.
+struct Problem {
+  Shape s;
+  std::vector<uint8_t> q8, k8, vt8;  // (b,sq,h,d), (b,sk,h_kv,d), (b,h_kv,d,sk_pad) permuted
+  std::vector<uint8_t> v8;           // (b,sk,h_kv,d), for the host mirror
+  std::vector<float> q_descale;      // (b,h,sq)    finest granularities the ABI takes, so every
+  std::vector<float> k_descale;      // (b,h_kv,kblk) index of the descale arrays is exercised
+  std::vector<float> v_descale;      // (b,h_kv,d)
+  std::vector<float> lse_bias;       // (b,h,sq) or empty
+  std::vector<float> o_bias;         // (b,h_kv,d) or empty
+  float softmax_scale = 1.f / std::sqrt(float(kD));
+  // Decoded copies (filled by finish()): E4M3 values as floats, and the values they stand for
+  // (E4M3 x descale, exact in FP64 and rounded once to FP32 here, 6e-8 relative).
+  std::vector<float> q_raw, k_raw, v_raw, q_deq, k_deq, v_deq;
+  int64_t qi(int b, int t, int h, int c) const { return ((int64_t(b) * s.sq + t) * s.h + h) * kD + c; }
+  int64_t ki(int b, int t, int h, int c) const { return ((int64_t(b) * s.sk + t) * s.h_kv + h) * kD + c; }
+  void finish() {
+    auto decode = [](const std::vector<uint8_t>& codes, std::vector<float>& raw) {
+      raw.resize(codes.size());
+      for (size_t i = 0; i < codes.size(); ++i) raw[i] = model::e4m3_to_float(codes[i]);
+    };
+    decode(q8, q_raw), decode(k8, k_raw), decode(v8, v_raw);
+    q_deq.resize(q_raw.size()), k_deq.resize(k_raw.size()), v_deq.resize(v_raw.size());
+    for (int b = 0; b < s.b; ++b)
+      for (int c = 0; c < kD; ++c) {
+        for (int h = 0; h < s.h; ++h)
+          for (int t = 0; t < s.sq; ++t)
+            q_deq[qi(b, t, h, c)] = q_raw[qi(b, t, h, c)] * q_descale[(int64_t(b) * s.h + h) * s.sq + t];
+        for (int h = 0; h < s.h_kv; ++h)
+          for (int t = 0; t < s.sk; ++t) {
+            k_deq[ki(b, t, h, c)] = k_raw[ki(b, t, h, c)] *
+                k_descale[(int64_t(b) * s.h_kv + h) * s.k_blocks() + t / FP8ATTN_K_SCALE_BLOCK];
+            v_deq[ki(b, t, h, c)] = v_raw[ki(b, t, h, c)] * v_descale[(int64_t(b) * s.h_kv + h) * kD + c];
+          }
+      }
+  }
+};
+
+// Gaussian data with a spread of magnitudes across tokens, channels and heads (so per-token,
+// per-block and per-channel scales differ), quantized per (b,h,token) / (b,h_kv,128-key block)
+// / (b,h_kv,channel) with amax/448 scales and the model's E4M3 codec.
+inline Problem make_problem(const Shape& s, uint64_t seed, double score_std = 1.0) {
+  Problem p;
+  p.s = s;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n01(0.f, 1.f);
+  std::uniform_real_distribution<float> u(0.5f, 2.f);
+  auto gen = [&](int b, int t, int h, std::vector<float>& out) {
+    std::vector<float> chan(kD);
+    for (auto& c : chan) c = u(rng);
+    out.assign(size_t(b) * t * h * kD, 0.f);
+    for (size_t r = 0; r < out.size() / kD; ++r) {
+      const float row_mag = u(rng);
+      for (int c = 0; c < kD; ++c) out[r * kD + c] = n01(rng) * row_mag * chan[c];
+    }
+  };
+  std::vector<float> q, k, v;
+  gen(s.b, s.sq, s.h, q);
+  gen(s.b, s.sk, s.h_kv, k);
+  gen(s.b, s.sk, s.h_kv, v);
+  // Scores of std ~score_std after softmax_scale (q and k have rms ~1.2 per channel).
+  for (auto& x : q) x *= static_cast<float>(score_std);
+  auto quant = [](float x, float descale) { return model::float_to_e4m3(x / descale); };
+  auto scale_of = [](float amax) { return amax > 0.f ? amax / model::kE4M3Max : 1.f; };
+  p.q8.resize(q.size());
+  p.q_descale.resize(size_t(s.b) * s.h * s.sq);
+  for (int b = 0; b < s.b; ++b)
+    for (int h = 0; h < s.h; ++h)
+      for (int t = 0; t < s.sq; ++t) {
+        const float* row = &q[p.qi(b, t, h, 0)];
+        float amax = 0.f;
+        for (int c = 0; c < kD; ++c) amax = std::max(amax, std::fabs(row[c]));
+        const float ds = scale_of(amax);
+        p.q_descale[(int64_t(b) * s.h + h) * s.sq + t] = ds;
+        for (int c = 0; c < kD; ++c) p.q8[p.qi(b, t, h, c)] = quant(row[c], ds);
+      }
+  p.k8.resize(k.size());
+  p.v8.resize(v.size());
+  p.k_descale.resize(size_t(s.b) * s.h_kv * s.k_blocks());
+  p.v_descale.resize(size_t(s.b) * s.h_kv * kD);
+  for (int b = 0; b < s.b; ++b)
+    for (int h = 0; h < s.h_kv; ++h) {
+      for (int blk = 0; blk < s.k_blocks(); ++blk) {
+        const int t0 = blk * FP8ATTN_K_SCALE_BLOCK, t1 = std::min(s.sk, t0 + FP8ATTN_K_SCALE_BLOCK);
+        float amax = 0.f;
+        for (int t = t0; t < t1; ++t)
+          for (int c = 0; c < kD; ++c) amax = std::max(amax, std::fabs(k[p.ki(b, t, h, c)]));
+        const float ds = scale_of(amax);
+        p.k_descale[(int64_t(b) * s.h_kv + h) * s.k_blocks() + blk] = ds;
+        for (int t = t0; t < t1; ++t)
+          for (int c = 0; c < kD; ++c) p.k8[p.ki(b, t, h, c)] = quant(k[p.ki(b, t, h, c)], ds);
+      }
+      for (int c = 0; c < kD; ++c) {
+        float amax = 0.f;
+        for (int t = 0; t < s.sk; ++t) amax = std::max(amax, std::fabs(v[p.ki(b, t, h, c)]));
+        const float ds = scale_of(amax);
+        p.v_descale[(int64_t(b) * s.h_kv + h) * kD + c] = ds;
+        for (int t = 0; t < s.sk; ++t) p.v8[p.ki(b, t, h, c)] = quant(v[p.ki(b, t, h, c)], ds);
+      }
+    }
+  // V^T: position pos of each group of 32 holds key fp8attn_vt_key_at(pos); padding is zero.
+  const int pad = s.sk_pad();
+  p.vt8.assign(size_t(s.b) * s.h_kv * kD * pad, 0);
+  for (int b = 0; b < s.b; ++b)
+    for (int h = 0; h < s.h_kv; ++h)
+      for (int c = 0; c < kD; ++c)
+        for (int pos = 0; pos < pad; ++pos) {
+          const int key = pos / FP8ATTN_VT_KEY_GROUP * FP8ATTN_VT_KEY_GROUP +
+                          fp8attn_vt_key_at(pos % FP8ATTN_VT_KEY_GROUP);
+          if (key < s.sk)
+            p.vt8[((int64_t(b) * s.h_kv + h) * kD + c) * pad + pos] = p.v8[p.ki(b, key, h, c)];
+        }
+  if (s.biases) {
+    p.lse_bias.resize(size_t(s.b) * s.h * s.sq);
+    p.o_bias.resize(size_t(s.b) * s.h_kv * kD);
+    for (auto& x : p.lse_bias) x = n01(rng) * 3.f;
+    for (auto& x : p.o_bias) x = n01(rng);
+  }
+  p.finish();
+  return p;
+}
+
+// Per output row: O and LSE, plus the terms of the error bound.
+struct Result {
+  std::vector<double> o;       // (b,sq,h,d)
+  std::vector<double> lse;     // (b,h,sq)
+  std::vector<double> abs_pv;  // (b,sq,h,d): sum_j P_j |v_jc| (P normalized)
+  std::vector<double> max_pv;  // (b,sq,h,d): max_j P_j |v_jc|
+  std::vector<double> vmax;    // (b,sq,h,d): max_j |v_jc| over the visible keys
+  std::vector<int> visible;    // (b,h,sq): number of visible keys
+  std::vector<double> abs_score_max;  // (b,h,sq): max_j softmax_scale * sum_c |q_c k_jc|
+};
+
+// Exact attention in FP64 on the values the kernel's inputs stand for (dequantized E4M3).
+inline Result reference_f64(const Problem& p) {
+  const Shape& s = p.s;
+  Result r;
+  const size_t no = size_t(s.b) * s.sq * s.h * kD, nl = size_t(s.b) * s.h * s.sq;
+  r.o.assign(no, 0.0);
+  r.abs_pv.assign(no, 0.0);
+  r.max_pv.assign(no, 0.0);
+  r.vmax.assign(no, 0.0);
+  r.lse.assign(nl, -std::numeric_limits<double>::infinity());
+  r.visible.assign(nl, 0);
+  r.abs_score_max.assign(nl, 0.0);
+  const int group = s.h / s.h_kv;
+  const double scale = p.softmax_scale;
+  parallel_for(int64_t(s.b) * s.h * s.sq, [&](int64_t idx) {
+    const int t = int(idx % s.sq), h = int(idx / s.sq % s.h), b = int(idx / s.sq / s.h);
+    const int hk = h / group, end = s.key_end(t);
+    r.visible[(int64_t(b) * s.h + h) * s.sq + t] = end;
+    if (end == 0) return;
+    std::vector<double> sc(end);
+    const float* qrow = &p.q_deq[p.qi(b, t, h, 0)];
+    double m = -std::numeric_limits<double>::infinity(), abs_qk_max = 0;
+    for (int j = 0; j < end; ++j) {
+      const float* krow = &p.k_deq[p.ki(b, j, hk, 0)];
+      double acc = 0, abs_acc = 0;
+      for (int c = 0; c < kD; ++c) {
+        const double x = double(qrow[c]) * krow[c];
+        acc += x;
+        abs_acc += std::fabs(x);
+      }
+      sc[j] = acc * scale;
+      abs_qk_max = std::max(abs_qk_max, abs_acc * scale);
+      m = std::max(m, sc[j]);
+    }
+    r.abs_score_max[(int64_t(b) * s.h + h) * s.sq + t] = abs_qk_max;
+    double l = 0;
+    for (int j = 0; j < end; ++j) l += (sc[j] = std::exp(sc[j] - m));
+    const int64_t o0 = p.qi(b, t, h, 0);
+    for (int j = 0; j < end; ++j) {
+      const double pj = sc[j] / l;
+      const float* vrow = &p.v_deq[p.ki(b, j, hk, 0)];
+      for (int c = 0; c < kD; ++c) {
+        const double vj = vrow[c];
+        r.o[o0 + c] += pj * vj;
+        r.abs_pv[o0 + c] += pj * std::fabs(vj);
+        r.max_pv[o0 + c] = std::max(r.max_pv[o0 + c], pj * std::fabs(vj));
+        r.vmax[o0 + c] = std::max(r.vmax[o0 + c], std::fabs(vj));
+      }
+    }
+    double lse = m + std::log(l);
+    if (!p.lse_bias.empty()) lse += p.lse_bias[(int64_t(b) * s.h + h) * s.sq + t];
+    r.lse[(int64_t(b) * s.h + h) * s.sq + t] = lse;
+    if (!p.o_bias.empty())
+      for (int c = 0; c < kD; ++c) r.o[o0 + c] += p.o_bias[(int64_t(b) * s.h_kv + hk) * kD + c];
+  });
+  return r;
+}
+
+// What the kernel wrote, on the host.
+struct Output {
+  std::vector<uint16_t> o_bits;  // BF16 codes (b,sq,h,d)
+  std::vector<float> lse;        // (b,h,sq)
+  float o(int64_t i) const { return model::bf16_to_float(o_bits[i]); }
+};
+
+// The kernel's documented numerics (src/attn/softmax.cuh, the brief of issue 4) in host FP32:
+// 128-key blocks last to first, p = exp2(S*scale - (m - 8)), l from FP32 p, P rounded to E4M3
+// (hi + lo for E4M3_HILO), a fresh FP32 accumulator per block, O/l rounded to BF16.
+// `pre_bf16` receives the FP32 value before the final rounding. This stands in until the CPU
+// model's kernel mirror (model/, issue 2) exists; the GPU tests compare against it element-wise.
+inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nullptr) {
+  const Shape& s = p.s;
+  Output out;
+  out.o_bits.assign(size_t(s.b) * s.sq * s.h * kD, 0);
+  out.lse.assign(size_t(s.b) * s.h * s.sq, 0.f);
+  if (pre_bf16) pre_bf16->assign(out.o_bits.size(), 0.f);
+  const int group = s.h / s.h_kv;
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  parallel_for(int64_t(s.b) * s.h * s.sq, [&](int64_t idx) {
+    const int t = int(idx % s.sq), h = int(idx / s.sq % s.h), b = int(idx / s.sq / s.h);
+    const int hk = h / group, end = s.key_end(t);
+    const float q_scale = scale_log2 * p.q_descale[(int64_t(b) * s.h + h) * s.sq + t];
+    float m = -INFINITY, l = 0.f;
+    std::vector<float> o(kD, 0.f), ob(kD), sc(128);
+    for (int blk = (end - 1) / 128; end > 0 && blk >= 0; --blk) {
+      const int j0 = blk * 128, j1 = std::min(end, j0 + 128);
+      const float scale = q_scale * p.k_descale[(int64_t(b) * s.h_kv + hk) * s.k_blocks() + blk];
+      float mx = -INFINITY;
+      for (int j = j0; j < j1; ++j) {
+        double acc = 0;  // E4M3 products are exact; the FP32 wgmma sum of 128 is ~exact
+        const float *qr = &p.q_raw[p.qi(b, t, h, 0)], *kr = &p.k_raw[p.ki(b, j, hk, 0)];
+        for (int c = 0; c < kD; ++c) acc += double(qr[c]) * kr[c];
+        sc[j - j0] = static_cast<float>(acc);
+        mx = std::max(mx, sc[j - j0]);
+      }
+      const float m_new = std::max(m, mx * scale);
+      const float alpha = std::exp2(m - m_new);
+      const float neg_bias = 8.f - m_new;
+      float sum = 0.f;
+      std::fill(ob.begin(), ob.end(), 0.f);
+      for (int j = j0; j < j1; ++j) {
+        const float pj = std::exp2(std::fmaf(sc[j - j0], scale, neg_bias));
+        sum += pj;
+        float p8 = model::round_e4m3(pj);
+        if (s.p_precision == FP8ATTN_P_E4M3_HILO) p8 += model::round_e4m3(pj - p8);
+        const float* vr = &p.v_raw[p.ki(b, j, hk, 0)];
+        for (int c = 0; c < kD; ++c) ob[c] += p8 * vr[c];
+      }
+      l = l * alpha + sum;
+      for (int c = 0; c < kD; ++c) o[c] = o[c] * alpha + ob[c];
+      m = m_new;
+    }
+    const int64_t o0 = p.qi(b, t, h, 0), li = (int64_t(b) * s.h + h) * s.sq + t;
+    const float inv_l = l > 0.f ? 1.f / l : 0.f;
+    for (int c = 0; c < kD; ++c) {
+      float x = o[c] * p.v_descale[(int64_t(b) * s.h_kv + hk) * kD + c] * inv_l;
+      if (!p.o_bias.empty()) x += p.o_bias[(int64_t(b) * s.h_kv + hk) * kD + c];
+      if (l == 0.f) x = 0.f;
+      if (pre_bf16) (*pre_bf16)[o0 + c] = x;
+      out.o_bits[o0 + c] = model::float_to_bf16(x);
+    }
+    float lse = l > 0.f ? (m + std::log2(l) - 8.f) * 0.69314718055994531f : -INFINITY;
+    if (l > 0.f && !p.lse_bias.empty()) lse += p.lse_bias[li];
+    out.lse[li] = lse;
+  });
+  return out;
+}
+
+// Device copies of a Problem, outputs poisoned with NaN (BF16 0xFFFF, FP32 0xFFFFFFFF) and
+// surrounded by poisoned guard bands that must survive the call.
+class DeviceRun {
+ public:
+  static constexpr size_t kGuard = 4096;  // bytes of guard before and after each output
+
+  explicit DeviceRun(const Problem& p) : p_(p) {}
+  ~DeviceRun() {
+    for (void* ptr : allocs_) cudaFree(ptr);
+  }
+
+  template <class T>
+  T* upload(const std::vector<T>& h) {
+    if (h.empty()) return nullptr;
+    void* d = nullptr;
+    if (cudaMalloc(&d, h.size() * sizeof(T)) != cudaSuccess) return nullptr;
+    allocs_.push_back(d);
+    cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+    return static_cast<T*>(d);
+  }
+  uint8_t* poisoned(size_t bytes) {
+    void* d = nullptr;
+    if (cudaMalloc(&d, bytes + 2 * kGuard) != cudaSuccess) return nullptr;
+    allocs_.push_back(d);
+    cudaMemset(d, 0xFF, bytes + 2 * kGuard);
+    return static_cast<uint8_t*>(d) + kGuard;
+  }
+
+  // Fills params for the problem with contiguous inputs and outputs; the caller may edit them.
+  fp8attn_fwd_params params() {
+    const Shape& s = p_.s;
+    fp8attn_fwd_params a;
+    fp8attn_fwd_params_init(&a, s.b, s.sq, s.sk, s.h, s.h_kv, kD);
+    a.q = upload(p_.q8);
+    a.k = upload(p_.k8);
+    a.vt = upload(p_.vt8);
+    o_bytes_ = size_t(s.b) * s.sq * s.h * kD * 2;
+    lse_bytes_ = size_t(s.b) * s.h * s.sq * 4;
+    o_ = poisoned(o_bytes_);
+    lse_ = poisoned(lse_bytes_);
+    a.o = o_;
+    a.lse = reinterpret_cast<float*>(lse_);
+    a.q_descale = upload(p_.q_descale);
+    a.qd_stride_b = int64_t(s.h) * s.sq, a.qd_stride_h = s.sq, a.qd_stride_s = 1;
+    a.k_descale = upload(p_.k_descale);
+    a.kd_stride_b = int64_t(s.h_kv) * s.k_blocks(), a.kd_stride_h = s.k_blocks(), a.kd_stride_blk = 1;
+    a.v_descale = upload(p_.v_descale);
+    a.vd_stride_b = int64_t(s.h_kv) * kD, a.vd_stride_h = kD, a.vd_stride_d = 1;
+    a.lse_bias = upload(p_.lse_bias);
+    a.o_bias = upload(p_.o_bias);
+    a.ob_stride_b = int64_t(s.h_kv) * kD, a.ob_stride_h = kD;
+    a.softmax_scale = p_.softmax_scale;
+    a.causal = s.causal;
+    a.p_precision = s.p_precision;
+    return a;
+  }
+
+  // Downloads O and LSE; false (with a message) if a guard byte changed.
+  bool download(Output& out, std::string& why) {
+    std::vector<uint8_t> o(o_bytes_ + 2 * kGuard), l(lse_bytes_ + 2 * kGuard);
+    if (cudaMemcpy(o.data(), o_ - kGuard, o.size(), cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(l.data(), lse_ - kGuard, l.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+      why = std::string("cudaMemcpy: ") + cudaGetErrorString(cudaGetLastError());
+      return false;
+    }
+    auto guards_intact = [](const std::vector<uint8_t>& v, size_t n) {
+      for (size_t i = 0; i < kGuard; ++i)
+        if (v[i] != 0xFF || v[kGuard + n + i] != 0xFF) return false;
+      return true;
+    };
+    if (!guards_intact(o, o_bytes_)) why += "bytes around O were overwritten; ";
+    if (!guards_intact(l, lse_bytes_)) why += "bytes around LSE were overwritten; ";
+    out.o_bits.resize(o_bytes_ / 2);
+    out.lse.resize(lse_bytes_ / 4);
+    std::memcpy(out.o_bits.data(), o.data() + kGuard, o_bytes_);
+    std::memcpy(out.lse.data(), l.data() + kGuard, lse_bytes_);
+    return why.empty();
+  }
+
+ private:
+  const Problem& p_;
+  std::vector<void*> allocs_;
+  uint8_t* o_ = nullptr;
+  uint8_t* lse_ = nullptr;
+  size_t o_bytes_ = 0, lse_bytes_ = 0;
+};
+
+}  // namespace fp8attn::test
