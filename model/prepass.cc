@@ -264,4 +264,27 @@ QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scal
   return out;
 }
 
+DecodedOperands decode_operands(const QQuantHost& q, const KvCacheHost& kv) {
+  DecodedOperands out{Tensor(q.batch, q.seqlen_q, q.heads, kHeadDim),
+                      Tensor(kv.batch, kv.seqlen_k, kv.heads_kv, kHeadDim),
+                      Tensor(kv.batch, kv.seqlen_k, kv.heads_kv, kHeadDim)};
+  for (size_t i = 0; i < q.q.size(); ++i) out.q.data[i] = e4m3_to_float(q.q[i]);
+  for (size_t i = 0; i < kv.k.size(); ++i) out.k.data[i] = e4m3_to_float(kv.k[i]);
+  int position_of_key[FP8ATTN_VT_KEY_GROUP];
+  for (int p = 0; p < FP8ATTN_VT_KEY_GROUP; ++p) position_of_key[fp8attn_vt_key_at(p)] = p;
+  for (int b = 0; b < kv.batch; ++b) {
+    for (int s = 0; s < kv.seqlen_k; ++s) {
+      const int p = s / FP8ATTN_VT_KEY_GROUP * FP8ATTN_VT_KEY_GROUP +
+                    position_of_key[s % FP8ATTN_VT_KEY_GROUP];
+      for (int h = 0; h < kv.heads_kv; ++h) {
+        const size_t bh = static_cast<size_t>(b) * kv.heads_kv + h;
+        for (int c = 0; c < kHeadDim; ++c) {
+          out.v(b, s, h, c) = e4m3_to_float(kv.vt[(bh * kHeadDim + c) * kv.vt_seqlen_pad + p]);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace fp8attn::model

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "include/fp8attn/quant.h"
+#include "model/tensor.h"
 
 namespace fp8attn::model {
 
@@ -52,6 +53,14 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
                        int vt_seqlen_pad = 0);
 QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scale q_scale,
                      float softmax_scale);
+
+// The kernel's operands as E4M3 code values (decoded to float), (b, s, h, 128) each: V back from
+// V^T's permuted layout. With q_descale, k_descale, v_descale, lse_bias and o_bias (v_mean) of
+// the two structs this is exactly what model/flash.h's FlashInputs takes.
+struct DecodedOperands {
+  Tensor q, k, v;
+};
+DecodedOperands decode_operands(const QQuantHost& q, const KvCacheHost& kv);
 
 // The pieces, exposed for the CPU tests.
 // In place on 128 values: the sign flips of `seed`, then the Walsh-Hadamard butterflies with

@@ -207,6 +207,27 @@ TEST_P(PrepassCase, DequantizesToTheTransformedInputAndRestoresTheBiases) {
     }
   }
 
+  // decode_operands undoes V^T's layout: V (b, sk, h_kv, 128) codes times the channel descale
+  // are the smoothed V; Q and K codes are the structs' own.
+  const DecodedOperands ops = decode_operands(qq, cache);
+  for (int b = 0; b < t.b; ++b) {
+    for (int s = 0; s < t.sk; ++s) {
+      for (int h = 0; h < t.h_kv; ++h) {
+        const size_t bh = static_cast<size_t>(b) * t.h_kv + h;
+        for (int c = 0; c < kD; ++c) {
+          const float descale = cache.v_descale[bh * kD + c];
+          const double exact = bf16_to_float(kv_v.at(b, s, h, c)) -
+                               static_cast<double>(cache.v_mean[bh * kD + c]);
+          expect_e4m3_close(ops.v(b, s, h, c) * static_cast<double>(descale), exact, descale, 0.0,
+                            "decoded v", c);
+          ASSERT_EQ(ops.k(b, s, h, c), e4m3_to_float(cache.k[ops.k.index(b, s, h, c)]));
+        }
+      }
+    }
+  }
+  ASSERT_EQ(ops.q.data.size(), qq.q.size());
+  for (size_t i = 0; i < qq.q.size(); ++i) ASSERT_EQ(ops.q.data[i], e4m3_to_float(qq.q[i]));
+
   // Q: dequantized rows and lse_bias = softmax_scale * q . k_mean (FP64).
   const int group = t.h / t.h_kv;
   const Bf16View qv = contiguous_view(q, t.b, t.sq, t.h, kD);

@@ -163,13 +163,12 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
   const fm::QQuantHost hq = fm::prepass_q(fm::contiguous_view(q1, t.b, t.sq, t.h, kD), hk,
                                           FP8ATTN_Q_SCALE_TOKEN, scale);
   const int nblk = (t.sk + 127) / 128;
-  fm::Tensor dq(t.b, t.sq, t.h, kD), dk2(t.b, t.sk, t.h_kv, kD), dv2(t.b, t.sk, t.h_kv, kD);
+  fm::DecodedOperands ops = fm::decode_operands(hq, hk);  // codes; descales applied below
   for (int b = 0; b < t.b; ++b) {
     for (int s = 0; s < t.sq; ++s) {
       for (int h = 0; h < t.h; ++h) {
         for (int c = 0; c < kD; ++c) {
-          dq(b, s, h, c) = fm::e4m3_to_float(hq.q[dq.index(b, s, h, c)]) *
-                           hq.q_descale[(size_t(b) * t.h + h) * t.sq + s];
+          ops.q(b, s, h, c) *= hq.q_descale[(size_t(b) * t.h + h) * t.sq + s];
         }
       }
     }
@@ -177,14 +176,8 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
       for (int h = 0; h < t.h_kv; ++h) {
         const size_t bh = size_t(b) * t.h_kv + h;
         for (int c = 0; c < kD; ++c) {
-          dk2(b, s, h, c) = fm::e4m3_to_float(hk.k[dk2.index(b, s, h, c)]) *
-                            hk.k_descale[bh * nblk + s / 128];
-          const int pos = s / 32 * 32 + [&] {  // position of key s inside its group of 32
-            for (int p = 0; p < 32; ++p) if (fp8attn_vt_key_at(p) == s % 32) return p;
-            return -1;
-          }();
-          dv2(b, s, h, c) = fm::e4m3_to_float(hk.vt[(bh * kD + c) * hk.vt_seqlen_pad + pos]) *
-                            hk.v_descale[bh * kD + c];
+          ops.k(b, s, h, c) *= hk.k_descale[bh * nblk + s / 128];
+          ops.v(b, s, h, c) *= hk.v_descale[bh * kD + c];
         }
       }
     }
@@ -192,7 +185,7 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
   fm::AttnConfig cfg;
   cfg.causal = t.causal;
   cfg.softmax_scale = scale;
-  const fm::ExactF64 kref = fm::attention_exact_f64(dq, dk2, dv2, cfg);
+  const fm::ExactF64 kref = fm::attention_exact_f64(ops.q, ops.k, ops.v, cfg);
   const double kernel_err = rel_rmse(e2e_o1, kref.o, &hk.v_mean, t.h, t.h_kv);
   double kernel_lse_err = 0;
   for (size_t i = 0; i < nl; ++i) {
