@@ -9,6 +9,7 @@
 #ifndef FP8ATTN_MODEL_CODECS_H_
 #define FP8ATTN_MODEL_CODECS_H_
 
+#include <bit>
 #include <cstdint>
 
 namespace fp8attn::model {
@@ -36,6 +37,26 @@ inline float int8_to_float(int8_t code) { return static_cast<float>(code); }
 float round_to(Format f, float x);
 inline float round_e4m3(float x) { return e4m3_to_float(float_to_e4m3(x)); }
 inline float round_bf16(float x) { return bf16_to_float(float_to_bf16(x)); }
+
+// Branchless inline forms of round_e4m3 and round_bf16 for the emulation's inner loops (the
+// compiler vectorizes them). Bit-identical to the functions above (tests/cpu/test_codecs.cc).
+inline float round_e4m3_inline(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t au = u & 0x7FFFFFFFu;
+  const float a = std::bit_cast<float>(au);
+  // Normal E4M3 (a >= 2^-6): RNE to 3 mantissa bits on the bit pattern (a carry moves into the
+  // exponent). Subnormal: multiples of 2^-9, by the float addition's own RNE at 2^14.
+  const uint32_t rn = (au + 0x7FFFFu + ((au >> 20) & 1u)) & 0xFFF00000u;
+  float r = a < 0.015625f ? (a + 16384.0f) - 16384.0f : std::bit_cast<float>(rn);
+  r = r > 448.0f ? 448.0f : r;  // satfinite (inf included); NaN stays NaN
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(r) | (u & 0x80000000u));
+}
+inline float round_bf16_inline(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? std::bit_cast<float>(u | 0x00400000u)
+                                          : std::bit_cast<float>(r);
+}
 
 // Largest finite value of the format (FP32: FLT_MAX); the quantization scales use it.
 float format_max(Format f);

@@ -70,6 +70,12 @@ void exact_impl(const Tensor& q, const Tensor& k, const Tensor& v, const AttnCon
           }
           s.assign(static_cast<size_t>(rows) * std::max(kend, 1), T(0));
           gemm_nt(rows, kend, D, scale, qt.data(), D, kc.data(), D, T(0), s.data(), kend);
+          if (cfg.score_bias) {
+            const float* sb = cfg.score_bias + (static_cast<size_t>(b) * H + h) * sk;
+            for (int r = 0; r < rows; ++r) {
+              for (int j = 0; j < kend; ++j) s[static_cast<size_t>(r) * kend + j] += sb[j];
+            }
+          }
           for (int r = 0; r < rows; ++r) {
             const int ke = causal_key_end(i0 + r, sq, sk, cfg.causal);
             T* sr = s.data() + static_cast<size_t>(r) * kend;
@@ -77,7 +83,7 @@ void exact_impl(const Tensor& q, const Tensor& k, const Tensor& v, const AttnCon
             if (ke == 0) {
               std::fill(sr, sr + kend, T(0));
               rowl[r] = T(0);
-              out_lse = std::numeric_limits<T>::infinity();
+              out_lse = -std::numeric_limits<T>::infinity();
               continue;
             }
             T m = -std::numeric_limits<T>::infinity();

@@ -3,7 +3,7 @@
 // O[b, i, h, :] = sum_j softmax_j(scale * q_i . k_j) v_j over the keys j that query i may see,
 // with GQA (query head h uses kv head h / (heads / heads_kv)) and, when causal, FlashAttention's
 // bottom-right alignment: query i sees keys j <= i + (sk - sq). A query that sees no key (causal,
-// sq > sk) gets O = 0 and LSE = +inf, as FlashAttention returns it.
+// sq > sk) gets O = 0 and LSE = -inf (log of an empty sum; the kernel returns the same).
 // LSE[b, h, i] = log(sum_j exp(scale * q_i . k_j)) (natural log), shape (b, h, sq).
 #ifndef FP8ATTN_MODEL_REFERENCE_H_
 #define FP8ATTN_MODEL_REFERENCE_H_
@@ -17,6 +17,9 @@ namespace fp8attn::model {
 struct AttnConfig {
   bool causal = false;
   double softmax_scale = 0.0;  // 0: 1/sqrt(d)
+  // Optional (b, h, sk) term added to every score scale * q_i . k_j (natural-log units): the
+  // correction of Q smoothing, (scale * mean(Q) . k_j), which the kernel-only reference needs.
+  const float* score_bias = nullptr;
   double scale_for(int d) const;
 };
 

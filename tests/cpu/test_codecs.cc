@@ -204,3 +204,20 @@ TEST(Codecs, BulkMatchesScalar) {
     ASSERT_EQ(back[i], fm::round_e4m3(x[i]));
   }
 }
+
+TEST(Codecs, InlineFormsMatch) {
+  const Grid g = make_grid(4, 3, 7, 0x7E);
+  std::vector<float> xs = probes(g, 464.0);
+  const Grid gb = make_grid(8, 7, 127, 0x7F7F);
+  for (float x : probes(gb, 1e30)) xs.push_back(x);
+  for (float x : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()}) {
+    xs.push_back(x);
+  }
+  for (float x : xs) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(fm::round_e4m3_inline(x)), std::bit_cast<uint32_t>(fm::round_e4m3(x))) << x;
+    ASSERT_EQ(std::bit_cast<uint32_t>(fm::round_bf16_inline(x)), std::bit_cast<uint32_t>(fm::round_bf16(x))) << x;
+  }
+  EXPECT_TRUE(std::isnan(fm::round_e4m3_inline(std::nanf(""))));
+  EXPECT_TRUE(std::isnan(fm::round_bf16_inline(std::bit_cast<float>(0x7F800001u))));
+}

@@ -1,0 +1,315 @@
+#include "model/flash.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+#include "model/blas.h"
+#include "model/reference.h"
+
+namespace fp8attn::model {
+
+float truncate_mantissa(float x, int bits) {
+  if (bits >= 23 || !std::isfinite(x)) return x;
+  const uint32_t mask = ~((1u << (23 - bits)) - 1u);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & mask);
+}
+
+namespace {
+
+constexpr int kTileM = 128;              // query rows per tile: the kernel's kBlockM
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.69314718055994531f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// acc = truncate(acc + x) elementwise over n values (the Hopper FP8 accumulator model's k-step).
+void add_truncated(float* acc, const float* x, int64_t n, int bits) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = truncate_mantissa(acc[i] + x[i], bits);
+}
+
+// 2^x for x in [-126, 127]: Cody-Waite split x = n + f (|f| <= 1/2), 2^f by the Cephes exp2f
+// polynomial (relative error <= 1.7e-7, about the GPU's ex2.approx), times 2^n built in the
+// exponent bits. Branch-free so the loops below vectorize.
+inline float exp2_poly(float x) {
+  x = x < -126.0f ? -126.0f : (x > 127.0f ? 127.0f : x);
+  const float n = (x + 12582912.0f) - 12582912.0f;  // rint by the 1.5 * 2^23 magic number
+  const float f = x - n;
+  float p = 1.535336188319500e-4f;
+  p = std::fma(p, f, 1.339887440266574e-3f);
+  p = std::fma(p, f, 9.618437357674640e-3f);
+  p = std::fma(p, f, 5.550332471162809e-2f);
+  p = std::fma(p, f, 2.402264791363012e-1f);
+  p = std::fma(p, f, 6.931472028550421e-1f);
+  p = std::fma(p * f, 1.0f, 1.0f);
+  const float scale = std::bit_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
+  return p * scale;
+}
+
+// e[j] = 2^t[j] for n values; ftz: results below FLT_MIN are 0 (ex2.approx.ftz), else exact
+// exp2f there (rare: a probability below 2^-126).
+void exp2_array(const float* t, float* e, int n, bool ftz) {
+  bool tiny = false;
+  for (int j = 0; j < n; ++j) {
+    const float x = t[j];
+    e[j] = x < -126.0f ? 0.0f : exp2_poly(x);
+    tiny |= x < -126.0f;
+  }
+  if (tiny && !ftz) {
+    for (int j = 0; j < n; ++j) {
+      if (t[j] < -126.0f) e[j] = std::exp2(t[j]);
+    }
+  }
+}
+
+// P rounded to its format, n values.
+void round_p(const float* e, float* p, int n, Format fmt, bool hilo) {
+  switch (fmt) {
+    case Format::E4M3:
+      if (hilo) {
+        for (int j = 0; j < n; ++j) {
+          const float hi = round_e4m3_inline(e[j]);
+          p[j] = hi + round_e4m3_inline(e[j] - hi);
+        }
+      } else {
+        for (int j = 0; j < n; ++j) p[j] = round_e4m3_inline(e[j]);
+      }
+      break;
+    case Format::BF16:
+      for (int j = 0; j < n; ++j) p[j] = round_bf16_inline(e[j]);
+      break;
+    case Format::FP32:
+      std::copy_n(e, n, p);
+      break;
+    default:
+      for (int j = 0; j < n; ++j) p[j] = round_to(fmt, e[j]);
+  }
+}
+
+// Thread-local buffers of one query tile.
+struct TileBuffers {
+  std::vector<float> qt, s, tmp, p, alpha, o, ob, inv_l, t, e;
+  void reserve(int ld_s, int nblk, int d, int block_n) {
+    qt.resize(static_cast<size_t>(kTileM) * d);
+    s.resize(static_cast<size_t>(kTileM) * ld_s);
+    tmp.resize(static_cast<size_t>(kTileM) * std::max(ld_s, d));
+    p.resize(static_cast<size_t>(kTileM) * ld_s);
+    alpha.resize(static_cast<size_t>(kTileM) * nblk);
+    o.resize(static_cast<size_t>(kTileM) * d);
+    ob.resize(static_cast<size_t>(kTileM) * d);
+    inv_l.resize(kTileM);
+    t.resize(block_n);
+    e.resize(block_n);
+  }
+};
+
+}  // namespace
+
+FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
+  if (!in.q || !in.k || !in.v) throw std::invalid_argument("flash_forward: q, k, v required");
+  const Tensor& q = *in.q;
+  const Tensor& k = *in.k;
+  const Tensor& v = *in.v;
+  check_attention_shapes(q, k, v);
+  if (nm.block_n <= 0 || nm.acc_chunk <= 0) throw std::invalid_argument("flash_forward: bad block");
+  const int B = q.b, sq = q.s, sk = k.s, H = q.h, HK = k.h, D = q.d, group = H / HK;
+  const int BN = nm.block_n;
+  const int nkb = (sk + BN - 1) / BN;  // key blocks (and K scale blocks) per (b, kv head)
+  const int ld_s = std::max(nkb * BN, 1);
+  const float softmax_scale =
+      in.softmax_scale > 0.0f ? in.softmax_scale : 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale_log2 = softmax_scale * kLog2e;  // as the kernel's host code forms it
+  const float off = nm.p_offset_log2;
+  const int bits = nm.acc_mantissa_bits;
+
+  FlashOutputs out;
+  out.o_acc = Tensor(B, sq, H, D);
+  out.o = Tensor(B, sq, H, D);
+  out.lse.assign(static_cast<size_t>(B) * H * sq, kNegInf);
+  blas_single_thread();
+  const int ntiles = (sq + kTileM - 1) / kTileM;
+  std::vector<float> kc(static_cast<size_t>(sk) * D), vc(static_cast<size_t>(sk) * D);
+
+  for (int b = 0; b < B; ++b) {
+    for (int kh = 0; kh < HK; ++kh) {
+      for (int j = 0; j < sk; ++j) {
+        std::copy_n(k.row(b, j, kh), D, &kc[static_cast<size_t>(j) * D]);
+        std::copy_n(v.row(b, j, kh), D, &vc[static_cast<size_t>(j) * D]);
+      }
+      const float* vs = in.v_scale ? in.v_scale + (static_cast<size_t>(b) * HK + kh) * D : nullptr;
+      const float* obias = in.o_bias ? in.o_bias + (static_cast<size_t>(b) * HK + kh) * D : nullptr;
+      const float* ks = in.k_scale ? in.k_scale + (static_cast<size_t>(b) * HK + kh) * nkb : nullptr;
+#pragma omp parallel
+      {
+        TileBuffers tb;
+        tb.reserve(ld_s, nkb, D, BN);
+#pragma omp for schedule(dynamic)
+        for (int task = 0; task < group * ntiles; ++task) {
+          const int h = kh * group + task / ntiles;
+          const int i0 = (task % ntiles) * kTileM, R = std::min(kTileM, sq - i0);
+          const size_t bh = static_cast<size_t>(b) * H + h;
+          const int kend_tile = causal_key_end(i0 + R - 1, sq, sk, in.causal);
+          const int nblk = (kend_tile + BN - 1) / BN;
+          const int kcols = std::min(nblk * BN, sk);
+          if (nblk == 0) {  // no row of the tile sees a key: O = 0, LSE = -inf
+            for (int r = 0; r < R; ++r) {
+              std::fill_n(out.o_acc.row(b, i0 + r, h), D, 0.0f);
+              std::fill_n(out.o.row(b, i0 + r, h), D, 0.0f);
+            }
+            continue;
+          }
+          for (int r = 0; r < R; ++r) std::copy_n(q.row(b, i0 + r, h), D, &tb.qt[static_cast<size_t>(r) * D]);
+
+          // S = Q K^T for the tile's keys.
+          float* S = tb.s.data();
+          if (nm.acc_qk == Accumulator::kFP32) {
+            gemm_nt(R, kcols, D, 1.0f, tb.qt.data(), D, kc.data(), D, 0.0f, S, ld_s);
+          } else {
+            for (int c0 = 0; c0 < D; c0 += nm.acc_chunk) {
+              const int kk = std::min(nm.acc_chunk, D - c0);
+              gemm_nt(R, kcols, kk, 1.0f, tb.qt.data() + c0, D, kc.data() + c0, D, 0.0f,
+                      c0 == 0 ? S : tb.tmp.data(), ld_s);
+              for (int r = 0; r < R; ++r) {
+                float* sr = S + static_cast<size_t>(r) * ld_s;
+                if (c0 == 0) {
+                  for (int j = 0; j < kcols; ++j) sr[j] = truncate_mantissa(sr[j], bits);
+                } else {
+                  add_truncated(sr, tb.tmp.data() + static_cast<size_t>(r) * ld_s, kcols, bits);
+                }
+              }
+            }
+          }
+
+          // Online softmax, row by row, blocks in the kernel's order: P, alpha per block, l, LSE.
+          const float* kb_row = in.key_bias ? in.key_bias + bh * sk : nullptr;
+          for (int r = 0; r < R; ++r) {
+            const int i = i0 + r;
+            const int ke = causal_key_end(i, sq, sk, in.causal);
+            const float qrow = scale_log2 * (in.q_scale ? in.q_scale[bh * sq + i] : 1.0f);
+            const float* sr = S + static_cast<size_t>(r) * ld_s;
+            float* pr = tb.p.data() + static_cast<size_t>(r) * ld_s;
+            float* ar = tb.alpha.data() + static_cast<size_t>(r) * nkb;
+            float m = kNegInf;
+            float lp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int idx = 0; idx < nblk; ++idx) {
+              const int n = nm.last_to_first ? nblk - 1 - idx : idx;
+              const int j0 = n * BN, j1 = std::min(j0 + BN, kcols), jv = std::min(j1, ke);
+              const float scale = qrow * (ks ? ks[n] : 1.0f);
+              float m_new;
+              if (!kb_row) {
+                float mx = kNegInf;
+                for (int j = j0; j < jv; ++j) mx = sr[j] > mx ? sr[j] : mx;
+                m_new = std::fmax(m, mx * scale);
+              } else {
+                float mx = kNegInf;
+                for (int j = j0; j < jv; ++j) mx = std::fmax(mx, std::fma(sr[j], scale, kb_row[j]));
+                m_new = std::fmax(m, mx);
+              }
+              // A row that has seen no key yet keeps m = -inf; exp2 then gives 0, not NaN.
+              const float m_use = m_new == kNegInf ? 0.0f : m_new;
+              const float alpha = std::exp2(m - m_use);
+              const float nb = off - m_use;
+              const int nb_keys = j1 - j0;
+              float* tt = tb.t.data();
+              float* ee = tb.e.data();
+              for (int j = j0; j < j1; ++j) {
+                const float x = kb_row ? (std::fma(sr[j], scale, kb_row[j]) - m_use) + off
+                                       : std::fma(sr[j], scale, nb);
+                tt[j - j0] = j < jv ? x : kNegInf;
+              }
+              exp2_array(tt, ee, nb_keys, nm.exp2_ftz);
+              round_p(ee, pr + j0, nb_keys, nm.p_format, nm.p_hilo);
+              // Four partial sums, each in key order (thread t of a quad holds keys with
+              // (key % 8) / 2 == t).
+              const float* src = nm.l_from_rounded_p ? pr + j0 : ee;
+              float bsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+              for (int j = 0; j < nb_keys; ++j) bsum[(j & 7) >> 1] += src[j];
+              for (int t = 0; t < 4; ++t) lp[t] = std::fma(lp[t], alpha, bsum[t]);
+              ar[n] = alpha;
+              m = m_new;
+            }
+            const float l = (lp[0] + lp[1]) + (lp[2] + lp[3]);
+            tb.inv_l[r] = l > 0.0f ? 1.0f / l : 0.0f;
+            float lse = kNegInf;
+            if (l > 0.0f) {
+              lse = (m + std::log2(l) - off) * kLn2;
+              if (in.lse_bias) lse += in.lse_bias[bh * sq + i];
+            }
+            out.lse[bh * sq + i] = lse;
+          }
+
+          // O = sum over blocks (in order) of P_n V_n with the rescales.
+          float* O = tb.o.data();
+          float* Ob = tb.ob.data();
+          std::fill_n(O, static_cast<size_t>(R) * D, 0.0f);
+          for (int idx = 0; idx < nblk; ++idx) {
+            const int n = nm.last_to_first ? nblk - 1 - idx : idx;
+            const int c0 = n * BN, cn = std::min(BN, kcols - c0);
+            const float* pb = tb.p.data() + c0;
+            const float* vb = vc.data() + static_cast<size_t>(c0) * D;
+            auto rescale_o = [&] {
+              for (int r = 0; r < R; ++r) {
+                const float a = tb.alpha[static_cast<size_t>(r) * nkb + n];
+                for (int c = 0; c < D; ++c) O[static_cast<size_t>(r) * D + c] *= a;
+              }
+            };
+            auto fma_o = [&] {
+              for (int r = 0; r < R; ++r) {
+                const float a = tb.alpha[static_cast<size_t>(r) * nkb + n];
+                float* orow = O + static_cast<size_t>(r) * D;
+                const float* brow = Ob + static_cast<size_t>(r) * D;
+                for (int c = 0; c < D; ++c) orow[c] = std::fma(orow[c], a, brow[c]);
+              }
+            };
+            if (nm.acc_pv == Accumulator::kFP32) {
+              if (nm.two_level) {
+                gemm_nn(R, D, cn, 1.0f, pb, ld_s, vb, D, 0.0f, Ob, D);
+                fma_o();
+              } else {
+                rescale_o();
+                gemm_nn(R, D, cn, 1.0f, pb, ld_s, vb, D, 1.0f, O, D);
+              }
+            } else {
+              float* acc = O;
+              if (nm.two_level) {
+                std::fill_n(Ob, static_cast<size_t>(R) * D, 0.0f);
+                acc = Ob;
+              } else {
+                rescale_o();
+              }
+              for (int k0 = 0; k0 < cn; k0 += nm.acc_chunk) {
+                const int kk = std::min(nm.acc_chunk, cn - k0);
+                gemm_nn(R, D, kk, 1.0f, pb + k0, ld_s, vb + static_cast<size_t>(k0) * D, D, 0.0f,
+                        tb.tmp.data(), D);
+                add_truncated(acc, tb.tmp.data(), static_cast<int64_t>(R) * D, bits);
+              }
+              if (nm.two_level) fma_o();
+            }
+          }
+
+          // Epilogue: out = fma(O * v_scale, 1/l, o_bias), rounded to the output format.
+          for (int r = 0; r < R; ++r) {
+            float* acc_dst = out.o_acc.row(b, i0 + r, h);
+            float* dst = out.o.row(b, i0 + r, h);
+            const float inv_l = tb.inv_l[r];
+            for (int c = 0; c < D; ++c) {
+              float x = std::fma(O[static_cast<size_t>(r) * D + c] * (vs ? vs[c] : 1.0f), inv_l,
+                                 obias ? obias[c] : 0.0f);
+              if (inv_l == 0.0f) x = 0.0f;
+              acc_dst[c] = x;
+              dst[c] = round_to(nm.o_format, x);
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace fp8attn::model

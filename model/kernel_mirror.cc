@@ -1,0 +1,89 @@
+#include "model/kernel_mirror.h"
+
+#include <stdexcept>
+
+#include "model/codecs.h"
+
+namespace fp8attn::model {
+
+namespace {
+constexpr int kHeadDim = 128;
+
+Tensor decode(const uint8_t* codes, int b, int s, int h) {
+  Tensor t(b, s, h, kHeadDim);
+  e4m3_to_floats(codes, t.data.data(), t.size());
+  return t;
+}
+}  // namespace
+
+FlashNumerics kernel_numerics(int p_precision, Accumulator acc) {
+  FlashNumerics nm;
+  nm.block_n = FP8ATTN_K_SCALE_BLOCK;
+  nm.last_to_first = true;
+  nm.p_format = Format::E4M3;
+  nm.p_hilo = p_precision == FP8ATTN_P_E4M3_HILO;
+  nm.p_offset_log2 = 8.0f;
+  nm.l_from_rounded_p = false;
+  nm.acc_qk = acc;
+  nm.acc_pv = acc;
+  nm.two_level = true;
+  nm.exp2_ftz = true;
+  nm.o_format = Format::BF16;
+  return nm;
+}
+
+KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
+  if (!in.q || !in.k || !in.v || in.batch <= 0 || in.heads <= 0 || in.heads_kv <= 0 ||
+      in.heads % in.heads_kv != 0 || in.seqlen_q < 0 || in.seqlen_k < 0) {
+    throw std::invalid_argument("kernel_mirror_forward: bad shapes or null inputs");
+  }
+  if (in.p_precision != FP8ATTN_P_E4M3 && in.p_precision != FP8ATTN_P_E4M3_HILO) {
+    throw std::invalid_argument("kernel_mirror_forward: unknown p_precision");
+  }
+  const Tensor q = decode(in.q, in.batch, in.seqlen_q, in.heads);
+  const Tensor k = decode(in.k, in.batch, in.seqlen_k, in.heads_kv);
+  const Tensor v = decode(in.v, in.batch, in.seqlen_k, in.heads_kv);
+  FlashInputs fi;
+  fi.q = &q;
+  fi.k = &k;
+  fi.v = &v;
+  fi.q_scale = in.q_descale;
+  fi.k_scale = in.k_descale;
+  fi.v_scale = in.v_descale;
+  fi.lse_bias = in.lse_bias;
+  fi.o_bias = in.o_bias;
+  fi.softmax_scale = in.softmax_scale;
+  fi.causal = in.causal;
+  FlashOutputs fo = flash_forward(fi, kernel_numerics(in.p_precision, in.accumulator));
+  KernelMirrorOutputs out;
+  out.o_f32 = std::move(fo.o_acc);
+  out.o = std::move(fo.o);
+  out.lse = std::move(fo.lse);
+  out.o_bf16.resize(out.o_f32.data.size());
+  floats_to_bf16(out.o_f32.data.data(), out.o_bf16.data(), out.o_f32.size());
+  return out;
+}
+
+std::vector<uint8_t> vt_to_v(const uint8_t* vt, int batch, int heads_kv, int seqlen_k,
+                             int vt_seqlen_pad) {
+  if (vt_seqlen_pad < seqlen_k || vt_seqlen_pad % FP8ATTN_VT_PAD != 0) {
+    throw std::invalid_argument("vt_to_v: vt_seqlen_pad must be >= seqlen_k and a multiple of 32");
+  }
+  std::vector<uint8_t> v(static_cast<size_t>(batch) * seqlen_k * heads_kv * kHeadDim);
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads_kv; ++h) {
+      for (int c = 0; c < kHeadDim; ++c) {
+        const uint8_t* src = vt + ((static_cast<size_t>(b) * heads_kv + h) * kHeadDim + c) * vt_seqlen_pad;
+        for (int p = 0; p < vt_seqlen_pad; ++p) {
+          const int key = p / FP8ATTN_VT_KEY_GROUP * FP8ATTN_VT_KEY_GROUP +
+                          fp8attn_vt_key_at(p % FP8ATTN_VT_KEY_GROUP);
+          if (key >= seqlen_k) continue;
+          v[((static_cast<size_t>(b) * seqlen_k + key) * heads_kv + h) * kHeadDim + c] = src[p];
+        }
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace fp8attn::model

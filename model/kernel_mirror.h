@@ -1,0 +1,64 @@
+// The CPU mirror of the attention kernel (src/attn/): the same E4M3 inputs, descales and order of
+// operations, for the GPU tests to compare element by element.
+//
+// What it reproduces exactly: the scales (softmax_scale * log2 e formed in FP32, times the Q
+// descale of the row, times the K descale of the 128-key block), the running max, exp2 with the
+// offset 8 (P in [0, 256]), P rounded to E4M3 (RNE, satfinite), l summed from the FP32 p in the
+// quad's four partial sums, blocks of 128 keys visited last to first, two-level O accumulation
+// (O = fma(O, alpha, P_n V_n)), the epilogue fma(O * v_descale, 1/l, o_bias), BF16 RNE, LSE =
+// (m + log2 l - 8) ln 2 + lse_bias, and -inf / zeros for rows that see no key.
+// What it cannot reproduce bit for bit: the tensor cores' summation order and width inside each
+// product (here: FP32 GEMMs; Accumulator::kHopperFP8 models the width), and ex2.approx.ftz
+// (here: exp2f, flushed to zero below FLT_MIN). Expect O to agree to a few FP32 ulps of the
+// accumulated values before the BF16 rounding, i.e. mostly equal BF16 outputs with rare 1-ulp
+// differences, and LSE to ~1e-6 relative.
+#ifndef FP8ATTN_MODEL_KERNEL_MIRROR_H_
+#define FP8ATTN_MODEL_KERNEL_MIRROR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "fp8attn/fp8attn.h"
+#include "model/flash.h"
+#include "model/tensor.h"
+
+namespace fp8attn::model {
+
+struct KernelMirrorInputs {
+  int batch = 0, seqlen_q = 0, seqlen_k = 0, heads = 0, heads_kv = 0;  // head_dim = 128
+  const uint8_t* q = nullptr;  // E4M3 (b, sq, h, 128)
+  const uint8_t* k = nullptr;  // E4M3 (b, sk, h_kv, 128)
+  const uint8_t* v = nullptr;  // E4M3 (b, sk, h_kv, 128), NOT transposed (see vt_to_v)
+  const float* q_descale = nullptr;  // (b, h, sq), null = 1
+  const float* k_descale = nullptr;  // (b, h_kv, ceil(sk / 128)), null = 1
+  const float* v_descale = nullptr;  // (b, h_kv, 128), null = 1
+  const float* lse_bias = nullptr;   // (b, h, sq), null = none
+  const float* o_bias = nullptr;     // (b, h_kv, 128), null = none
+  float softmax_scale = 0.0f;        // 0: 1/sqrt(128)
+  bool causal = false;
+  int p_precision = FP8ATTN_P_E4M3;  // FP8ATTN_P_E4M3_HILO: P = e4m3(p) + e4m3(p - e4m3(p)),
+                                     // both unscaled, summed by two PV products per block
+  Accumulator accumulator = Accumulator::kFP32;  // of both products
+};
+
+struct KernelMirrorOutputs {
+  Tensor o_f32;                // (b, sq, h, 128): O before the BF16 rounding
+  std::vector<uint16_t> o_bf16;  // (b, sq, h, 128): BF16 codes, as the kernel stores them
+  Tensor o;                    // the BF16 values as floats
+  std::vector<float> lse;      // (b, h, sq), natural log
+};
+
+KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
+
+// The kernel's numerics as FlashNumerics (for schemes that reuse them).
+FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
+                              Accumulator acc = Accumulator::kFP32);
+
+// V^T as the pre-pass writes it, (b, h_kv, 128, vt_seqlen_pad) with keys permuted within groups
+// of 32 (fp8attn_vt_key_at), back to V (b, sk, h_kv, 128).
+std::vector<uint8_t> vt_to_v(const uint8_t* vt, int batch, int heads_kv, int seqlen_k,
+                             int vt_seqlen_pad);
+
+}  // namespace fp8attn::model
+
+#endif  // FP8ATTN_MODEL_KERNEL_MIRROR_H_
