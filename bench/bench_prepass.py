@@ -183,6 +183,11 @@ def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -
         _check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), opts.q_scale,
                                            scale, ctypes.byref(qq), stream), "quantize_q")
 
+    def kv_only():
+        _check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(opts),
+                                            ctypes.byref(cache), ws.data_ptr(), ws.numel(), stream),
+               "quantize_kv")
+
     def q_only():
         _check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), opts.q_scale,
                                            scale, ctypes.byref(qq), stream), "quantize_q")
@@ -192,18 +197,22 @@ def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -
     copy_ms = _time_ms(torch, lambda: dst.copy_(src), warmup, runs)
     pre_ms = _time_ms(torch, prepass, warmup, runs)
     q_ms = _time_ms(torch, q_only, warmup, runs)
+    kv_ms = _time_ms(torch, kv_only, warmup, runs)
     copy_ms2 = _time_ms(torch, lambda: dst.copy_(src), warmup, runs)  # drift check
     moved, useful = _prepass_bytes(b, s, s, h, h_kv, bool(opts.smooth_k))
     med = statistics.median
     copy_gbps = 2 * src.numel() * 2 / (med(copy_ms) * 1e-3) / 1e9
     q_bytes = b * s * h * HEAD_DIM * 3 + 8 * b * h * s
+    kv_moved = moved - q_bytes
     return {"b": b, "s": s, "h": h, "h_kv": h_kv, "mode": mode,
             "gbps": moved / (med(pre_ms) * 1e-3) / 1e9,
             "copy_gbps": copy_gbps,
             "useful_gbps": useful / (med(pre_ms) * 1e-3) / 1e9,
             "q_only_gbps": q_bytes / (med(q_ms) * 1e-3) / 1e9,
+            "kv_only_gbps": kv_moved / (med(kv_ms) * 1e-3) / 1e9,
             "copy_gbps_after": 2 * src.numel() * 2 / (med(copy_ms2) * 1e-3) / 1e9,
             "prepass_ms_median": med(pre_ms), "q_only_ms_median": med(q_ms),
+            "kv_only_ms_median": med(kv_ms),
             "copy_ms_median": med(copy_ms), "bytes_moved": moved, "bytes_useful": useful,
             "copy_bytes": 2 * src.numel() * 2, "runs": runs,
             "options": {f: getattr(opts, f) for f, _ in QuantOptions._fields_}}
@@ -302,7 +311,8 @@ def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
                 rec = _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed)
                 prepass.append(rec)
                 log(f"  prepass {mode:<20} b={b} s={s} h={h}/{h_kv}: {rec['gbps']:7.0f} GB/s moved, "
-                    f"{rec['useful_gbps']:7.0f} useful, Q pass {rec['q_only_gbps']:7.0f}; "
+                    f"{rec['useful_gbps']:7.0f} useful, Q pass {rec['q_only_gbps']:7.0f}, "
+                    f"K/V {rec['kv_only_gbps']:7.0f}; "
                     f"copy {rec['copy_gbps']:7.0f} GB/s")
             except Exception as e:
                 notes.append(f"prepass {mode} {(b, s, h, h_kv)}: FAILED {type(e).__name__}: {e}")
