@@ -30,7 +30,7 @@ from pathlib import Path
 _i32, _i64, _u64, _vp, _f32 = (ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p,
                                 ctypes.c_float)
 HEAD_DIM = 128
-STATS_CHUNK = 32  # FP8ATTN_QUANT_STATS_CHUNK
+STATS_CHUNK = 64  # FP8ATTN_QUANT_STATS_CHUNK
 K_SCALE_BLOCK = 128
 
 

@@ -125,23 +125,32 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
       const size_t bh = static_cast<size_t>(b) * H + h;
       float* k_mean = &out.k_mean[bh * kHeadDim];
       float* v_mean = &out.v_mean[bh * kHeadDim];
-      // Channel statistics: chunk sums in token order, then the chunk sums in chunk order.
+      // Channel statistics in the order of quant.h: chunk sums, run sums, total.
       float v_amax[kHeadDim];
+      const int run = (nchunks + FP8ATTN_QUANT_STATS_SEGMENTS - 1) / FP8ATTN_QUANT_STATS_SEGMENTS;
+      std::vector<float> k_part(nchunks), v_part(nchunks);
       for (int c = 0; c < kHeadDim; ++c) {
-        float k_sum = 0.0f, v_sum = 0.0f;
         float v_max = -INFINITY, v_min = INFINITY;
         for (int ch = 0; ch < nchunks; ++ch) {
-          float k_part = 0.0f, v_part = 0.0f;
+          k_part[ch] = 0.0f, v_part[ch] = 0.0f;
           const int end = std::min(S, (ch + 1) * FP8ATTN_QUANT_STATS_CHUNK);
           for (int s = ch * FP8ATTN_QUANT_STATS_CHUNK; s < end; ++s) {
             const float kv = bf16(k.at(b, s, h, c)), vv = bf16(v.at(b, s, h, c));
-            k_part = k_part + kv;
-            v_part = v_part + vv;
+            k_part[ch] = k_part[ch] + kv;
+            v_part[ch] = v_part[ch] + vv;
             v_max = max_of(v_max, vv);
             v_min = vv < v_min ? vv : v_min;
           }
-          k_sum = k_sum + k_part;
-          v_sum = v_sum + v_part;
+        }
+        float k_sum = 0.0f, v_sum = 0.0f;
+        for (int seg = 0; seg < FP8ATTN_QUANT_STATS_SEGMENTS; ++seg) {
+          float k_run = 0.0f, v_run = 0.0f;
+          for (int ch = seg * run; ch < std::min(nchunks, (seg + 1) * run); ++ch) {
+            k_run = k_run + k_part[ch];
+            v_run = v_run + v_part[ch];
+          }
+          k_sum = k_sum + k_run;
+          v_sum = v_sum + v_run;
         }
         const float n = static_cast<float>(S);
         k_mean[c] = options.smooth_k ? k_sum / n : 0.0f;

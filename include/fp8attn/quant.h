@@ -22,9 +22,12 @@
 extern "C" {
 #endif
 
-// Tokens per partial sum of the channel-mean reduction: the sum over one chunk is sequential in
-// token order, the chunk sums are then added sequentially (a fixed order the CPU mirror repeats).
-#define FP8ATTN_QUANT_STATS_CHUNK 32
+// The fixed summation order of the channel means (the CPU mirror repeats it): keys in chunks of
+// FP8ATTN_QUANT_STATS_CHUNK, each chunk summed sequentially in key order; the chunk sums split
+// into FP8ATTN_QUANT_STATS_SEGMENTS runs of ceil(chunks / SEGMENTS) consecutive chunks, each run
+// summed sequentially; the run sums added sequentially. Every sum starts from 0.
+#define FP8ATTN_QUANT_STATS_CHUNK 64
+#define FP8ATTN_QUANT_STATS_SEGMENTS 8
 
 // Granularity of the Q scales. Both are stored per (batch, head, token) as the kernel takes them.
 typedef enum fp8attn_q_scale {

@@ -1,6 +1,6 @@
 // The channel reduction before the fused pass: K's mean (smoothing) and V's mean, max and min
 // (V's per-channel scale needs every key). The sums have a fixed order that
-// model/prepass.cc repeats: sequential over the keys of a chunk, then over the chunks.
+// model/prepass.cc repeats (quant.h: chunks, runs of chunks, total).
 #include "fp8attn/quant.h"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
@@ -54,29 +54,56 @@ __global__ void __launch_bounds__(kStatsThreads) kv_partial_stats_kernel(KvStats
   }
 }
 
-// One CTA per (batch, kv head), one thread per channel.
-__global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
-  const int c = threadIdx.x;
+constexpr int kSegments = FP8ATTN_QUANT_STATS_SEGMENTS;
+constexpr int kFinalizeThreads = kHeadDim * kSegments;
+
+// One CTA per (batch, kv head): thread (segment, channel) sums one run of consecutive chunk sums
+// (quant.h's order), then the 128 threads of segment 0 add the runs in order and finish.
+__global__ void __launch_bounds__(kFinalizeThreads) kv_finalize_kernel(KvStatsArgs a) {
+  __shared__ float run_k[kSegments][kHeadDim], run_v[kSegments][kHeadDim];
+  __shared__ float run_max[kSegments][kHeadDim], run_min[kSegments][kHeadDim];
+  __shared__ float warp_max[kHeadDim / 32];
+  const int c = threadIdx.x % kHeadDim, seg = threadIdx.x / kHeadDim;
   const int64_t bh = static_cast<int64_t>(blockIdx.y) * a.v.heads + blockIdx.x;
-  const float n = static_cast<float>(a.v.seqlen);
+  const int run = (a.nchunks + kSegments - 1) / kSegments;
+  const int ch_end = min(a.nchunks, (seg + 1) * run);
   float k_sum = 0.0f, v_sum = 0.0f, v_max = -INFINITY, v_min = INFINITY;
-  for (int ch = 0; ch < a.nchunks; ++ch) {
+#pragma unroll 4
+  for (int ch = seg * run; ch < ch_end; ++ch) {
     const int64_t i = (bh * a.nchunks + ch) * kHeadDim + c;
     if (a.smooth_k) k_sum = __fadd_rn(k_sum, a.k_part_sum[i]);
     v_sum = __fadd_rn(v_sum, a.v_part_sum[i]);
     v_max = fmaxf(v_max, a.v_part_max[i]);
     v_min = fminf(v_min, a.v_part_min[i]);
   }
-  const float k_mean = a.smooth_k ? __fdiv_rn(k_sum, n) : 0.0f;
-  const float v_mean = a.smooth_v ? __fdiv_rn(v_sum, n) : 0.0f;
-  float amax = a.smooth_v ? fmaxf(__fsub_rn(v_max, v_mean), __fsub_rn(v_mean, v_min))
-                          : fmaxf(v_max, -v_min);
-  if (a.v_scale_per_head) {
-    __shared__ float warp_max[kHeadDim / 32];
+  run_k[seg][c] = k_sum, run_v[seg][c] = v_sum, run_max[seg][c] = v_max, run_min[seg][c] = v_min;
+  __syncthreads();
+
+  float amax = 0.0f, k_mean = 0.0f, v_mean = 0.0f;
+  if (seg == 0) {
+    k_sum = 0.0f, v_sum = 0.0f;
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(~0u, amax, off));
+    for (int r = 0; r < kSegments; ++r) {
+      k_sum = __fadd_rn(k_sum, run_k[r][c]);
+      v_sum = __fadd_rn(v_sum, run_v[r][c]);
+      v_max = fmaxf(v_max, run_max[r][c]);
+      v_min = fminf(v_min, run_min[r][c]);
+    }
+    const float n = static_cast<float>(a.v.seqlen);
+    k_mean = a.smooth_k ? __fdiv_rn(k_sum, n) : 0.0f;
+    v_mean = a.smooth_v ? __fdiv_rn(v_sum, n) : 0.0f;
+    amax = a.smooth_v ? fmaxf(__fsub_rn(v_max, v_mean), __fsub_rn(v_mean, v_min))
+                      : fmaxf(v_max, -v_min);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+      const float other = __shfl_xor_sync(~0u, amax, off);
+      if (a.v_scale_per_head) amax = fmaxf(amax, other);
+    }
     if (c % 32 == 0) warp_max[c / 32] = amax;
-    __syncthreads();
+  }
+  __syncthreads();
+  if (seg != 0) return;
+  if (a.v_scale_per_head) {
     amax = fmaxf(fmaxf(warp_max[0], warp_max[1]), fmaxf(warp_max[2], warp_max[3]));
   }
   const GroupScale g = group_scale(amax);
@@ -94,7 +121,7 @@ cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((triples + kChunksPerCta - 1) / kChunksPerCta),
                   args.smooth_k ? 2 : 1);
   kv_partial_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(args);
-  kv_finalize_kernel<<<dim3(args.v.heads, args.v.batch), kHeadDim, 0, stream>>>(args);
+  kv_finalize_kernel<<<dim3(args.v.heads, args.v.batch), kFinalizeThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 
