@@ -3,7 +3,8 @@ alone on a GPU machine:
 
   python3 bench/bench_prepass.py --lib build/src/libfp8attn.so --out results/prepass.json
 
-run_prepass_bench(lib_path, torch) -> {"prepass": [...], "speed": [...], "notes": [...]}
+run_prepass_bench(lib_path, torch) -> {"prepass": [...], "speed": [...], "accuracy": [...],
+                                       "notes": [...]}
   prepass: {b, s, h, h_kv, gbps, copy_gbps, ...} per shape and option set: the pre-pass (quantize
            K/V into the FP8 cache, then Q) timed with CUDA events, median of >= 100 runs after
            warm-up, beside a device-to-device copy of the BF16 Q, K, V timed in the same run.
@@ -13,7 +14,9 @@ run_prepass_bench(lib_path, torch) -> {"prepass": [...], "speed": [...], "notes"
   speed:   {method: "fp8attn_end_to_end", b, sq, sk, h, h_kv, d, causal, tflops_median, runs}
            (pre-pass included, through fp8attn_attention) and, on the same data in the same run,
            "fp8attn_kernel_on_prepass_inputs" (the kernel alone on the pre-pass's outputs).
-Inputs are BF16 N(0, 1) with a per-channel bias on K (std 4), larger than the 50 MB L2 at the
+  accuracy: end-to-end errors of three option sets and of SDPA cuDNN BF16 vs exact FP64
+           attention, at b=1, s=4096, h=8/2 (see _accuracy_records).
+Speed inputs are BF16 N(0, 1) with a per-channel bias on K (std 4), larger than the 50 MB L2 at the
 benchmark shapes. All calls go through the C ABI (include/fp8attn/quant.h, attention.h) by ctypes
 on torch CUDA tensors.
 """
@@ -288,6 +291,87 @@ def _set_causal(params_buf, causal: int) -> None:
     ctypes.c_int32.from_buffer(params_buf, off).value = causal
 
 
+def _e2e_attention(torch, lib, q, k, v, causal: bool, overrides: dict):
+    """O, LSE of fp8attn_attention (pre-pass + kernel) on contiguous BF16 q, k, v."""
+    b, sq, h, d = q.shape
+    sk, h_kv = k.shape[1], k.shape[2]
+    o = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty((b, h, sq), dtype=torch.float32, device="cuda")
+    args = AttentionArgs()
+    lib.fp8attn_attention_args_init(ctypes.byref(args))
+    args.q, args.k, args.v = _tensor(q, b, sq, h), _tensor(k, b, sk, h_kv), _tensor(v, b, sk, h_kv)
+    args.o, args.lse, args.causal = o.data_ptr(), lse.data_ptr(), int(causal)
+    for f, val in overrides.items():
+        setattr(args.quant, f, val)
+    ws = _vp(lib.fp8attn_workspace_create())
+    try:
+        _check(lib, lib.fp8attn_attention(ctypes.byref(args), ws,
+                                          _vp(torch.cuda.current_stream().cuda_stream)), "attention")
+        torch.cuda.synchronize()
+    finally:
+        lib.fp8attn_workspace_destroy(ws)
+    return o, lse
+
+
+E2E_VARIANTS = {"fp8attn_end_to_end": {},
+                "fp8attn_end_to_end_hadamard": {"hadamard_qk": 1},
+                "fp8attn_end_to_end_no_smooth": {"smooth_k": 0, "smooth_v": 0}}
+
+
+def _accuracy_records(torch, lib, seed: int, log, notes: list) -> list[dict]:
+    """End-to-end errors of the pre-pass + kernel (three option sets) and of the BF16 yardstick
+    (SDPA cuDNN) vs exact FP64 attention on the BF16 data, at b=1, s=4096, h=8/2: Gaussian, the
+    FA3 outlier test, Gaussian K with a per-channel bias (std 4: where K smoothing matters), and
+    the captured activations if present. Dataset names carry the shape so that they never
+    mix with the harness's own records."""
+    import accuracy
+    import methods
+    from torch.nn.attention import SDPBackend
+
+    b, s, h, h_kv = 1, 4096, 8, 2
+    tag = f"@b{b}s{s}h{h}/{h_kv}"
+    datasets = [(kind + tag, accuracy.synthetic(kind, b, s, h, h_kv, HEAD_DIM, seed + 100 + i,
+                                                "cuda"))
+                for i, kind in enumerate(("gaussian", "outlier"))]
+    q, k, v = accuracy.synthetic("gaussian", b, s, h, h_kv, HEAD_DIM, seed + 102, "cuda")
+    g = torch.Generator(device="cuda").manual_seed(seed + 103)
+    bias = 4.0 * torch.randn((HEAD_DIM,), generator=g, device="cuda")
+    datasets.append(("kbias4" + tag, (q, (k.float() + bias).to(torch.bfloat16), v)))
+    root = Path(__file__).resolve().parents[1]
+    for folder in (root / ".carry" / "captures", root / "data" / "fixtures"):
+        if folder.is_dir():
+            datasets += [(n + "@prepass", tuple(t.contiguous() for t in qkv))
+                         for n, qkv in accuracy.load_captures(folder, "cuda")]
+    records = []
+    for name, (q, k, v) in datasets:
+        for causal in (False, True):
+            ref_o, ref_lse = accuracy.exact_attention(q, k, v, causal)
+            for method, overrides in E2E_VARIANTS.items():
+                try:
+                    o, lse = _e2e_attention(torch, lib, q, k, v, causal, overrides)
+                    rec = {"dataset": name, "causal": causal, "method": method,
+                           "reference": "end_to_end", **accuracy.error_metrics(o, ref_o),
+                           "lse_max_abs": accuracy.lse_max_abs(lse, ref_lse)}
+                except Exception as e:
+                    notes.append(f"accuracy {name} {method}: FAILED {type(e).__name__}: {e}")
+                    rec = {"dataset": name, "causal": causal, "method": method,
+                           "reference": "end_to_end", "rmse": None, "max_abs": None,
+                           "rel_rmse": None}
+                records.append(rec)
+                log(f"  {name:<28} causal={int(causal)} {method:<30} rel_rmse={rec['rel_rmse']} "
+                    f"lse_max_abs={rec.get('lse_max_abs')}")
+            try:
+                o = methods._sdpa_runner(SDPBackend.CUDNN_ATTENTION, q, k, v, causal, notes,
+                                         f"accuracy {name}")()
+                records.append({"dataset": name, "causal": causal, "method": "sdpa_cudnn_bf16",
+                                "reference": "end_to_end", **accuracy.error_metrics(o, ref_o)})
+            except Exception as e:
+                notes.append(f"accuracy {name} sdpa_cudnn_bf16: FAILED {type(e).__name__}: {e}")
+            del ref_o, ref_lse
+        torch.cuda.empty_cache()
+    return records
+
+
 def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
                       seed: int = 20261129, log=print) -> dict:
     root = Path(__file__).resolve().parents[1]
@@ -331,7 +415,13 @@ def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
             notes.append(f"end_to_end {shape}: FAILED {type(e).__name__}: {e}")
             log("  " + notes[-1])
         torch.cuda.empty_cache()
-    return {"prepass": prepass, "speed": speed_recs, "notes": notes}
+    accuracy_recs = []
+    try:
+        accuracy_recs = _accuracy_records(torch, lib, seed, log, notes)
+    except Exception as e:
+        notes.append(f"accuracy: FAILED {type(e).__name__}: {e}")
+        log("  " + notes[-1])
+    return {"prepass": prepass, "speed": speed_recs, "accuracy": accuracy_recs, "notes": notes}
 
 
 def run(lib_path: str) -> dict:
