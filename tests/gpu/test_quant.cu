@@ -60,9 +60,21 @@ std::vector<T> to_host(const void* d, size_t count) {
   return h;
 }
 
-// Bitwise comparison (so NaN never matches, and -0 differs from +0); reports the first mismatch.
+// "(i0, i1, ...)" of flat index i in a row-major array of extents dims.
+std::string multi_index(size_t i, const std::vector<int>& dims) {
+  std::string out;
+  for (size_t d = dims.size(); d-- > 0;) {
+    out = std::to_string(i % dims[d]) + (out.empty() ? "" : ", ") + out;
+    i /= dims[d];
+  }
+  return "(" + out + ")";
+}
+
+// Bitwise comparison (so NaN never matches, and -0 differs from +0); reports the first mismatch
+// with its index in `dims` (named in `what`).
 template <typename T>
-void expect_same_bits(const std::vector<T>& gpu, const std::vector<T>& cpu, const char* what) {
+void expect_same_bits(const std::vector<T>& gpu, const std::vector<T>& cpu, const char* what,
+                      const std::vector<int>& dims) {
   ASSERT_EQ(gpu.size(), cpu.size()) << what;
   size_t bad = 0, first = 0;
   for (size_t i = 0; i < gpu.size(); ++i) {
@@ -77,8 +89,8 @@ void expect_same_bits(const std::vector<T>& gpu, const std::vector<T>& cpu, cons
     } else {
       g = gpu[first], c = cpu[first];
     }
-    ADD_FAILURE() << what << ": " << bad << " of " << gpu.size() << " differ; first at " << first
-                  << ": gpu " << g << " cpu " << c;
+    ADD_FAILURE() << what << ": " << bad << " of " << gpu.size() << " differ; first at "
+                  << multi_index(first, dims) << ": gpu " << g << " cpu " << c;
   }
 }
 
@@ -183,19 +195,26 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
             FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
   CUDA_OK(cudaDeviceSynchronize());
 
-  expect_same_bits(to_host<uint8_t>(cache.k, cpu_kv.k.size()), cpu_kv.k, "k");
-  expect_same_bits(to_host<uint8_t>(cache.vt, cpu_kv.vt.size()), cpu_kv.vt, "vt");
+  const int nblk = (in.sk + 127) / 128, pad = cpu_kv.vt_seqlen_pad;
+  const std::vector<int> kv_c = {in.b, in.h_kv, kD}, q_s = {in.b, in.h, in.sq};
+  expect_same_bits(to_host<uint8_t>(cache.k, cpu_kv.k.size()), cpu_kv.k, "k (b, s, h_kv, c)",
+                   {in.b, in.sk, in.h_kv, kD});
+  expect_same_bits(to_host<uint8_t>(cache.vt, cpu_kv.vt.size()), cpu_kv.vt, "vt (b, h_kv, c, pos)",
+                   {in.b, in.h_kv, kD, pad});
   expect_same_bits(to_host<float>(cache.k_descale, cpu_kv.k_descale.size()), cpu_kv.k_descale,
-                   "k_descale");
+                   "k_descale (b, h_kv, blk)", {in.b, in.h_kv, nblk});
   expect_same_bits(to_host<float>(cache.v_descale, cpu_kv.v_descale.size()), cpu_kv.v_descale,
-                   "v_descale");
-  expect_same_bits(to_host<float>(cache.k_mean, cpu_kv.k_mean.size()), cpu_kv.k_mean, "k_mean");
-  expect_same_bits(to_host<float>(cache.v_mean, cpu_kv.v_mean.size()), cpu_kv.v_mean, "v_mean");
-  expect_same_bits(to_host<uint8_t>(qq.q, cpu_q.q.size()), cpu_q.q, "q");
+                   "v_descale (b, h_kv, c)", kv_c);
+  expect_same_bits(to_host<float>(cache.k_mean, cpu_kv.k_mean.size()), cpu_kv.k_mean,
+                   "k_mean (b, h_kv, c)", kv_c);
+  expect_same_bits(to_host<float>(cache.v_mean, cpu_kv.v_mean.size()), cpu_kv.v_mean,
+                   "v_mean (b, h_kv, c)", kv_c);
+  expect_same_bits(to_host<uint8_t>(qq.q, cpu_q.q.size()), cpu_q.q, "q (b, s, h, c)",
+                   {in.b, in.sq, in.h, kD});
   expect_same_bits(to_host<float>(qq.q_descale, cpu_q.q_descale.size()), cpu_q.q_descale,
-                   "q_descale");
+                   "q_descale (b, h, s)", q_s);
   expect_same_bits(to_host<float>(qq.lse_bias, cpu_q.lse_bias.size()), cpu_q.lse_bias,
-                   "lse_bias");
+                   "lse_bias (b, h, s)", q_s);
 
   // The parameters handed to the kernel pass its own validation.
   fp8attn_fwd_params p{};
