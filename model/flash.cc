@@ -67,6 +67,12 @@ void exp2_array(const float* t, float* e, int n, bool ftz) {
   }
 }
 
+}  // namespace
+
+float flash_exp2(float x) { return x < -126.0f ? 0.0f : exp2_poly(x); }
+
+namespace {
+
 // P rounded to its format, n values.
 void round_p(const float* e, float* p, int n, Format fmt, bool hilo) {
   switch (fmt) {

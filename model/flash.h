@@ -74,6 +74,10 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm);
 // x truncated (toward zero) to `bits` explicit mantissa bits: the accumulator model's step.
 float truncate_mantissa(float x, int bits);
 
+// The engine's 2^x: a Cephes polynomial (relative error <= 1.7e-7, like the GPU's ex2.approx),
+// 0 below x = -126 (flush to zero; the engine's non-ftz mode uses exp2f there).
+float flash_exp2(float x);
+
 }  // namespace fp8attn::model
 
 #endif  // FP8ATTN_MODEL_FLASH_H_
