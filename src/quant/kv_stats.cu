@@ -13,7 +13,8 @@ constexpr int kLanesPerChunk = kHeadDim / 8;  // 8 channels (16 bytes) per threa
 constexpr int kChunksPerCta = 8;
 constexpr int kStatsThreads = kLanesPerChunk * kChunksPerCta;
 
-// grid.x: groups of kChunksPerCta (b, h, chunk) triples; grid.y: 0 = V, 1 = K.
+// grid.x: groups of kChunksPerCta (b, h, chunk) triples; grid.y: 0 = V, 1 = K (K last, so that
+// its last reads are in L2 when the K pass starts from there).
 __global__ void __launch_bounds__(kStatsThreads) kv_partial_stats_kernel(KvStatsArgs a) {
   const bool is_k = blockIdx.y == 1;
   const Bf16Input& x = is_k ? a.k : a.v;

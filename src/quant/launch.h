@@ -39,6 +39,9 @@ struct RowQuantArgs {
   bool rotate;
   uint32_t negate_bits[4];      // Hadamard sign flips, bit c = channel c
   float descale_factor;         // multiplies the descale (1/128 for rotated K), else 1
+  // Visit the tiles last to first: K right after the channel reduction, whose last reads (the
+  // highest batch and heads of K) are still in L2 (order only; results do not change).
+  bool reverse_order;
   const float* mean;            // (b, heads, 128) subtracted before rotation, or null
   // Q only: lse_bias (b, h, seqlen) = softmax_scale * (q . k_mean[kv head]); zeros without
   // k_mean. Null for K.
@@ -57,6 +60,7 @@ struct VtQuantArgs {
   const float* v_inv;           // (b, h, 128)
   uint8_t* vt;
   int vt_pad;
+  bool reverse_order;           // as RowQuantArgs: when V is read right after the reduction
 };
 cudaError_t launch_quantize_vt(const VtQuantArgs& args, cudaStream_t stream);
 

@@ -247,6 +247,7 @@ fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_b
   stats.v_descale = cache->v_descale, stats.v_inv = ws.v_inv;
   if (cudaError_t e = launch_kv_stats(stats, st); e != cudaSuccess) return cuda_fail(e, "kv stats");
 
+  // The fused passes, the tensor the reduction read last first and from its end (L2 reuse).
   RowQuantArgs rows{};
   rows.x = input_of(*k);
   rows.out = static_cast<uint8_t*>(cache->k);
@@ -257,9 +258,7 @@ fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_b
   hadamard_bits(options->hadamard_seed, rows.negate_bits);
   rows.descale_factor = rows.rotate ? kHadamardDescale : 1.0f;
   rows.mean = options->smooth_k ? cache->k_mean : nullptr;
-  if (cudaError_t e = launch_quantize_rows(rows, st); e != cudaSuccess) {
-    return cuda_fail(e, "quantize k");
-  }
+  rows.reverse_order = options->smooth_k != 0;
 
   VtQuantArgs vt{};
   vt.v = input_of(*v);
@@ -267,8 +266,12 @@ fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_b
   vt.v_inv = ws.v_inv;
   vt.vt = static_cast<uint8_t*>(cache->vt);
   vt.vt_pad = cache->vt_seqlen_pad;
-  if (cudaError_t e = launch_quantize_vt(vt, st); e != cudaSuccess) {
-    return cuda_fail(e, "quantize v");
+  vt.reverse_order = !rows.reverse_order;
+
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool k_pass = (pass == 0) == rows.reverse_order;
+    const cudaError_t e = k_pass ? launch_quantize_rows(rows, st) : launch_quantize_vt(vt, st);
+    if (e != cudaSuccess) return cuda_fail(e, k_pass ? "quantize k" : "quantize v");
   }
   return FP8ATTN_SUCCESS;
 }

@@ -16,8 +16,10 @@ constexpr int kPasses = kRowsPerCta / kRowsPerPass;
 __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(RowQuantArgs a) {
   const int lane8 = threadIdx.x % kLanesPerRow;
   const int c0 = lane8 * 16;
-  const int head = blockIdx.y, b = blockIdx.z;
-  const int s_base = blockIdx.x * kRowsPerCta + threadIdx.x / kLanesPerRow;
+  const int tile = a.reverse_order ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = a.reverse_order ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
+  const int b = a.reverse_order ? gridDim.z - 1 - blockIdx.z : blockIdx.z;
+  const int s_base = tile * kRowsPerCta + threadIdx.x / kLanesPerRow;
   const int64_t bh = static_cast<int64_t>(b) * a.x.heads + head;
   const uint16_t* src = a.x.data + b * a.x.stride_b + head * a.x.stride_h + c0;
 
@@ -110,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(RowQuantArgs a)
       if (a.descale_per_row && lane8 == 0) a.descale[bh * a.x.seqlen + s] = g.descale;
     }
     if (!a.descale_per_row && p == 0 && threadIdx.x == 0) {
-      a.descale[bh * gridDim.x + blockIdx.x] = g.descale;
+      a.descale[bh * gridDim.x + tile] = g.descale;
     }
   }
 }

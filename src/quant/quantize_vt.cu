@@ -31,9 +31,11 @@ __device__ __forceinline__ int tile_offset(int key, int channel) {
 // grid: (ceil(vt_pad / 128), heads, batch).
 __global__ void __launch_bounds__(kThreads) quantize_vt_kernel(VtQuantArgs a) {
   __shared__ __align__(16) uint8_t tile[kKeysPerCta * kHeadDim];
-  const int head = blockIdx.y, b = blockIdx.z;
+  const int key_tile = a.reverse_order ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = a.reverse_order ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
+  const int b = a.reverse_order ? gridDim.z - 1 - blockIdx.z : blockIdx.z;
   const int64_t bh = static_cast<int64_t>(b) * a.v.heads + head;
-  const int key0 = blockIdx.x * kKeysPerCta;
+  const int key0 = key_tile * kKeysPerCta;
   const int lane8 = threadIdx.x % kLanesPerKey;
   const int c0 = lane8 * 16;
   const uint16_t* src = a.v.data + b * a.v.stride_b + head * a.v.stride_h + c0;
