@@ -3,6 +3,7 @@
 
   gtest_summary.py SUMMARY.json gtest NAME XML RC     # a GoogleTest executable's XML output
   gtest_summary.py SUMMARY.json sanitizer NAME LOG RC  # a compute-sanitizer run (one test)
+  gtest_summary.py SUMMARY.json script NAME LOG RC     # a script ending 'N passed, M failed' 
 
 The summary is {"passed", "failed", "skipped", "stages": [{name, passed, failed, skipped,
 status}]}; bench/harness.py copies passed/failed into the results' "tests". A stage whose
@@ -53,10 +54,23 @@ def sanitizer_stage(name: str, log_path: Path, rc: int) -> dict:
     return {"name": name, "passed": int(ok), "failed": int(not ok), "skipped": 0, "status": status}
 
 
+def script_stage(name: str, log_path: Path, rc: int) -> dict:
+    """A script that ends its output with 'NAME: N passed, M failed'."""
+    text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    found = re.findall(r"(\d+) passed, (\d+) failed", text)
+    if not found:
+        return {"name": name, "passed": 0, "failed": 1, "skipped": 0,
+                "status": f"exit {rc}, no 'N passed, M failed' line"}
+    passed, failed = map(int, found[-1])
+    if rc != 0 and failed == 0:
+        failed = 1
+    return {"name": name, "passed": passed, "failed": failed, "skipped": 0, "status": f"exit {rc}"}
+
+
 def main(argv: list[str]) -> int:
     summary_path, kind, name, path, rc = Path(argv[1]), argv[2], argv[3], Path(argv[4]), int(argv[5])
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"stages": []}
-    stage = gtest_stage(name, path, rc) if kind == "gtest" else sanitizer_stage(name, path, rc)
+    stage = {"gtest": gtest_stage, "sanitizer": sanitizer_stage, "script": script_stage}[kind](name, path, rc)
     summary["stages"].append(stage)
     for key in ("passed", "failed", "skipped"):
         summary[key] = sum(s[key] for s in summary["stages"])

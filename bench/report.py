@@ -119,8 +119,10 @@ def write_png(path: Path, speed: list, title: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    sweep = [r for r in speed if r["h"] == r["h_kv"] and r["sq"] == r["sk"]
-             and r["b"] * r["sq"] == 16384]
+    from collections import Counter
+    mha = [r for r in speed if r["h"] == r["h_kv"] and r["sq"] == r["sk"]]
+    tokens = Counter(r["b"] * r["sq"] for r in mha).most_common(1)[0][0] if mha else 0
+    sweep = [r for r in mha if r["b"] * r["sq"] == tokens]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, causal in zip(axes, (False, True)):
         for method in dict.fromkeys(r["method"] for r in sweep):
@@ -129,7 +131,7 @@ def write_png(path: Path, speed: list, title: str) -> None:
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=method)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("seqlen (b = 16384 / seqlen, h = 32, d = 128)")
+        ax.set_xlabel(f"seqlen (b = {tokens} / seqlen, h = {sweep[0]['h'] if sweep else '-'}, d = 128)")
         ax.set_title("causal" if causal else "non-causal")
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("TFLOP/s (median)")

@@ -5,7 +5,8 @@
 #   1. nvidia-smi and clocks
 #   2. every GPU test executable in .carry/tests/ (GoogleTest XML), passed/failed counted
 #   3. compute-sanitizer memcheck and racecheck on one small-shape attention test
-#   4. bench/harness.py: speed table vs SDPA BF16 (cuDNN, flash), accuracy (gaussian, FA3
+#   4. bench/check_binding.py: the Python binding (custom op, opcheck, torch.compile)
+#   5. bench/harness.py: speed table vs SDPA BF16 (cuDNN, flash), accuracy (gaussian, FA3
 #      outlier test, captured activations if carried), results/<date>-<gpu>-<commit>.{json,md,png}
 # What comes back in $OUT (at most 8 files): the three results files, session.log (all output)
 # and logs.tar.gz (gtest XML and logs, sanitizer logs, the test summary, BUILD_INFO).
@@ -23,6 +24,15 @@ mkdir -p "$LOGS" "$OUT"
 SUMMARY=$LOGS/tests.json
 exec > >(tee "$OUT/session.log") 2>&1
 export LD_LIBRARY_PATH="$PWD/$CARRY${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Carried stand-ins (scripts/stage_gpu.sh) for runtime libraries this machine may lack.
+for dir in "$CARRY"/fallback/*/; do
+  for lib in "$dir"*; do
+    if ! ldconfig -p 2>/dev/null | grep -q "$(basename "$lib")"; then
+      echo "using carried $(basename "$lib") (none on this machine)"
+      LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$PWD/$dir"
+    fi
+  done
+done
 
 stage() { echo; echo "=== [$(date -u +%H:%M:%S), ${SECONDS}s] $*"; }
 # Seconds a test stage may use: its cap, but never eating the harness's reserve.
@@ -50,7 +60,7 @@ for t in "${tests[@]}"; do
   echo "--- $name (timeout ${limit}s)"
   timeout -k 10 "$limit" "$t" --gtest_output="xml:$LOGS/$name.xml" > "$LOGS/$name.log" 2>&1
   rc=$?
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) \]|^\[==========\]|Failure|error:" "$LOGS/$name.log" | head -40
+  grep -E "^\[  (PASSED|FAILED) \]|^\[==========\] .* ran|Failure$|error:" "$LOGS/$name.log" | head -40
   python3 bench/gtest_summary.py "$SUMMARY" gtest "$name" "$LOGS/$name.xml" "$rc"
 done
 
@@ -70,6 +80,11 @@ else
   echo "compute-sanitizer or $CARRY/tests/test_attention missing (reported as failed)"
   python3 bench/gtest_summary.py "$SUMMARY" sanitizer "sanitizer" /nonexistent 1
 fi
+
+stage "Python binding (bench/check_binding.py)"
+timeout -k 10 "$(allowance 90)" python3 bench/check_binding.py --lib "$CARRY/libfp8attn.so" 2>&1 |
+  tee "$LOGS/check_binding.log"
+python3 bench/gtest_summary.py "$SUMMARY" script check_binding "$LOGS/check_binding.log" "${PIPESTATUS[0]}"
 
 stage "harness (speed, accuracy, results files)"
 harness_limit=$((BUDGET_S + 100 - SECONDS))

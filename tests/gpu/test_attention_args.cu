@@ -18,7 +18,7 @@ std::string lower(std::string s) {
 
 // Fake, well-aligned device-looking pointers: validation must reject before dereferencing.
 fp8attn_fwd_params valid_params(int b = 2, int sq = 100, int sk = 300, int h = 4, int h_kv = 2) {
-  static alignas(256) uint8_t arena[4][256];
+  alignas(256) static uint8_t arena[4][256];
   fp8attn_fwd_params p;
   fp8attn_fwd_params_init(&p, b, sq, sk, h, h_kv, 128);
   p.q = arena[0], p.k = arena[1], p.vt = arena[2], p.o = arena[3];
