@@ -41,7 +41,8 @@ struct EvalRecord {
   int batch = 0, seqlen = 0, heads = 0, heads_kv = 0, head_dim = 0;
   ErrorStats err;
   double lse_max_abs = -1.0;    // end_to_end only: max |LSE - exact LSE| over rows that see keys
-  double seconds = 0.0;         // the scheme's emulation time (floor: the reference's time)
+  double seconds = 0.0;         // the scheme's emulation time (floor: its kernel_only reference's)
+  double reference_seconds = 0.0;  // the exact end_to_end reference of this dataset and mask
   double rmse_ratio = -1.0;     // to bf16-flash on the same dataset, mask and reference; -1: none
   double max_ratio = -1.0;
 };

@@ -29,8 +29,16 @@ constexpr float kLn2 = 0.69314718055994531f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // acc = truncate(acc + x) elementwise over n values (the Hopper FP8 accumulator model's k-step).
+// Branch-free: clearing low mantissa bits keeps inf an inf and a quiet NaN a NaN.
 void add_truncated(float* acc, const float* x, int64_t n, int bits) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = truncate_mantissa(acc[i] + x[i], bits);
+  const uint32_t mask = bits >= 23 ? ~0u : ~((1u << (23 - bits)) - 1u);
+  for (int64_t i = 0; i < n; ++i) {
+    acc[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(acc[i] + x[i]) & mask);
+  }
+}
+void truncate_all(float* acc, int64_t n, int bits) {
+  const uint32_t mask = bits >= 23 ? ~0u : ~((1u << (23 - bits)) - 1u);
+  for (int64_t i = 0; i < n; ++i) acc[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(acc[i]) & mask);
 }
 
 // 2^x for x in [-126, 127]: Cody-Waite split x = n + f (|f| <= 1/2), 2^f by the Cephes exp2f
@@ -183,7 +191,7 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
               for (int r = 0; r < R; ++r) {
                 float* sr = S + static_cast<size_t>(r) * ld_s;
                 if (c0 == 0) {
-                  for (int j = 0; j < kcols; ++j) sr[j] = truncate_mantissa(sr[j], bits);
+                  truncate_all(sr, kcols, bits);
                 } else {
                   add_truncated(sr, tb.tmp.data() + static_cast<size_t>(r) * ld_s, kcols, bits);
                 }
@@ -223,11 +231,12 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
               const int nb_keys = j1 - j0;
               float* tt = tb.t.data();
               float* ee = tb.e.data();
-              for (int j = j0; j < j1; ++j) {
-                const float x = kb_row ? (std::fma(sr[j], scale, kb_row[j]) - m_use) + off
-                                       : std::fma(sr[j], scale, nb);
-                tt[j - j0] = j < jv ? x : kNegInf;
+              if (kb_row) {
+                for (int j = j0; j < jv; ++j) tt[j - j0] = (std::fma(sr[j], scale, kb_row[j]) - m_use) + off;
+              } else {
+                for (int j = j0; j < jv; ++j) tt[j - j0] = std::fma(sr[j], scale, nb);
               }
+              for (int j = std::max(jv, j0); j < j1; ++j) tt[j - j0] = kNegInf;
               exp2_array(tt, ee, nb_keys, nm.exp2_ftz);
               round_p(ee, pr + j0, nb_keys, nm.p_format, nm.p_hilo);
               // Four partial sums, each in key order (thread t of a quad holds keys with

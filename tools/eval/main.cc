@@ -66,7 +66,8 @@ std::string git_commit() {
   const std::string dir = FP8ATTN_SOURCE_DIR;
   std::string c = run_cmd("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
   if (c.empty()) return "unknown";
-  if (!run_cmd("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) {
+  // Dirty when the code that makes the figures (the model and this tool) differs from the commit.
+  if (!run_cmd("git -C '" + dir + "' status --porcelain -- model tools/eval 2>/dev/null").empty()) {
     c += "-dirty";
   }
   return c;
@@ -117,7 +118,7 @@ nlohmann::json to_json(const fm::EvalRecord& r, const nlohmann::json& run) {
       {"max_at", {r.err.max_at[0], r.err.max_at[1], r.err.max_at[2], r.err.max_at[3]}},
       {"finite", r.err.finite}, {"rmse_ratio", r.rmse_ratio < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.rmse_ratio)},
       {"max_ratio", r.max_ratio < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.max_ratio)},
-      {"seconds", r.seconds}, {"batch", r.batch}, {"seqlen", r.seqlen}, {"heads", r.heads},
+      {"seconds", r.seconds}, {"reference_seconds", r.reference_seconds}, {"batch", r.batch}, {"seqlen", r.seqlen}, {"heads", r.heads},
       {"heads_kv", r.heads_kv}, {"head_dim", r.head_dim}};
   if (r.lse_max_abs >= 0) j["lse_max_abs"] = r.lse_max_abs;
   for (auto it = run.begin(); it != run.end(); ++it) j[it.key()] = it.value();
