@@ -43,6 +43,8 @@ fp8attn_status check_params(const fp8attn_fwd_params* p) {
     return fail(bad, "heads (" + str(p->heads) + ") must be a multiple of heads_kv (" +
                          str(p->heads_kv) + ")");
   if (p->batch == 0 || p->seqlen_q == 0) return FP8ATTN_SUCCESS;  // empty output: nothing to do
+  if (p->seqlen_q > (1 << 30) || p->seqlen_k > (1 << 30))
+    return fail(bad, "seqlen_q and seqlen_k must be <= 2^30");
   if (p->seqlen_k == 0)
     return fail(bad, "seqlen_k is 0: attention over no keys is undefined (seqlen_q=" +
                          str(p->seqlen_q) + ")");
@@ -153,12 +155,14 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
 //   FP8ATTN_ACCUMULATION=two-level|one-level (default two-level)
 //   FP8ATTN_BLOCK_N=128 forces 128-key blocks with one-level accumulation (default 192)
 //   FP8ATTN_PERSISTENT=1: one CTA per SM walking tiles (default one CTA per tile)
-//   FP8ATTN_STAGES=3: three K/V stages for the 192-key kernel (default 2)
+//   FP8ATTN_POLY_EXP_EVERY=4|8: every 4th/8th group of 8 keys takes exp2 from a polynomial on the
+//     FMA pipe instead of MUFU (default 0: none)
 struct KnobSettings {
   bool two_level = true;
   int block_n = 192;
   bool persistent = false;
   int stages = 2;
+  int poly_exp_every = 0;
 };
 const KnobSettings& knob_settings() {
   static const KnobSettings k = [] {
@@ -166,10 +170,29 @@ const KnobSettings& knob_settings() {
     if (const char* e = std::getenv("FP8ATTN_ACCUMULATION")) s.two_level = std::string(e) != "one-level";
     if (const char* e = std::getenv("FP8ATTN_BLOCK_N")) s.block_n = std::atoi(e) == 128 ? 128 : 192;
     if (const char* e = std::getenv("FP8ATTN_PERSISTENT")) s.persistent = e[0] == '1';
-    if (const char* e = std::getenv("FP8ATTN_STAGES")) s.stages = std::atoi(e) == 3 ? 3 : 2;
+    if (const char* e = std::getenv("FP8ATTN_POLY_EXP_EVERY")) s.poly_exp_every = std::atoi(e);
     return s;
   }();
   return k;
+}
+
+// Persistent scheduling needs one zeroed int per launch. A ring of slots per device, each zeroed
+// on the launching stream right before its launch; launches in flight at the same time on
+// different streams get different slots unless more than kSlots are in flight at once.
+fp8attn_status tile_counter_slot(int** out) {
+  constexpr int kSlots = 1024;
+  constexpr int kMaxDevices = 64;
+  static std::mutex mu;
+  static int* rings[kMaxDevices] = {};
+  static unsigned next[kMaxDevices] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev >= kMaxDevices)
+    return fail(FP8ATTN_ERROR_CUDA, "cudaGetDevice failed");
+  std::lock_guard<std::mutex> lock(mu);
+  if (!rings[dev] && cudaMalloc(&rings[dev], kSlots * sizeof(int)) != cudaSuccess)
+    return fail(FP8ATTN_ERROR_CUDA, "cudaMalloc of the tile counters failed");
+  *out = rings[dev] + (next[dev]++ % kSlots);
+  return FP8ATTN_SUCCESS;
 }
 
 template <class Cfg>
@@ -236,8 +259,18 @@ fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t str
   if (attr_err != cudaSuccess)
     return fail(FP8ATTN_ERROR_CUDA, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(attr_err));
   // Default: one CTA per tile; the hardware block scheduler hands tiles out in order (heavy first
-  // for causal), which balances load dynamically. Persistent: one CTA per SM, static stride.
-  const int grid = knob_settings().persistent ? std::min(kp.num_tiles, num_sms) : kp.num_tiles;
+  // for causal). Persistent: one CTA per SM, tiles claimed from a counter zeroed on the stream.
+  int grid = kp.num_tiles;
+  kp.tile_counter = nullptr;
+  if (knob_settings().persistent && kp.num_tiles > num_sms) {
+    int* counter = nullptr;
+    const fp8attn_status cs = tile_counter_slot(&counter);
+    if (cs != FP8ATTN_SUCCESS) return cs;
+    if (cudaMemsetAsync(counter, 0, sizeof(int), stream) != cudaSuccess)
+      return fail(FP8ATTN_ERROR_CUDA, "cudaMemsetAsync of the tile counter failed");
+    kp.tile_counter = counter;
+    grid = num_sms;
+  }
   attention_fwd_kernel<Cfg><<<grid, Cfg::kThreads, kSmem, stream>>>(kp);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return fail(FP8ATTN_ERROR_CUDA, std::string("launch: ") + cudaGetErrorString(e));
@@ -294,16 +327,25 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   const KnobSettings& knobs = knob_settings();
   const bool per_block_k = params->k_descale && params->kd_stride_blk != 0;
   const bool block128 = per_block_k || knobs.block_n == 128;
+  const int poly = knobs.poly_exp_every;
   if (params->p_precision == FP8ATTN_P_E4M3_HILO) {
     constexpr PPrecision P = PPrecision::kE4M3HiLo;
-    if (knobs.two_level) return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+    if (knobs.two_level) {
+      if (poly == 4) return launch<Config<P, true, 128, 2, 4>>(*params, num_sms, st);
+      return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+    }
     if (block128) return launch<Config<P, false, 128, 3>>(*params, num_sms, st);
+    if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, num_sms, st);
     return launch<Config<P, false, 192, 2>>(*params, num_sms, st);
   }
   constexpr PPrecision P = PPrecision::kE4M3;
-  if (knobs.two_level) return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+  if (knobs.two_level) {
+    if (poly == 4) return launch<Config<P, true, 128, 2, 4>>(*params, num_sms, st);
+    return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+  }
   if (block128) return launch<Config<P, false, 128, 3>>(*params, num_sms, st);
-  if (knobs.stages == 3) return launch<Config<P, false, 192, 3>>(*params, num_sms, st);
+  if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, num_sms, st);
+  if (poly == 8) return launch<Config<P, false, 192, 2, 8>>(*params, num_sms, st);
   return launch<Config<P, false, 192, 2>>(*params, num_sms, st);
 }
 

@@ -7,8 +7,12 @@ namespace fp8attn::attn {
 // P's precision in the P @ V product (see fp8attn_p_precision in the public header).
 enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
 
-template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_>
+template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, int kPolyExpEvery_ = 0>
 struct Config {
+  // Every kPolyExpEvery-th group of 8 keys takes its exponentials from a polynomial on the FMA
+  // pipe instead of MUFU (0 = none): MUFU's 16 results/clk/SM equal the FP8 tensor rate at
+  // d = 128, so moving a share off it leaves slack for the overlap.
+  static constexpr int kPolyExpEvery = kPolyExpEvery_;
   static constexpr PPrecision kP = kP_;
   // Two-level O accumulation (see PVAccumulator in kernel.cuh).
   static constexpr bool kTwoLevel = kTwoLevel_;
@@ -49,6 +53,9 @@ struct alignas(1024) SharedStorage {
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
+  // The producer tells the consumers which tile comes next (a ring of two slots).
+  int tile_id[2];
+  uint64_t tile_full[2], tile_empty[2];
 };
 
 // Named barrier ids (0 is __syncthreads). kWarpSchedulerWG0 + i lets consumer warpgroup i issue

@@ -43,11 +43,21 @@ struct PipelineState {
 template <class Cfg>
 __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cfg>& sm) {
   PipelineState<Cfg::kStages> kv;  // K and V advance together
+  PipelineState<2> sched;
   uint32_t q_phase = 0;
-  for (int t = TileScheduler::first(); t < p.num_tiles; t = TileScheduler::next(t)) {
+  for (int t = TileScheduler::first();; ) {
+    // Publish the tile (or the end) to the consumers.
+    ptx::mbar_wait(&sm.tile_empty[sched.stage], sched.phase ^ 1);
+    sm.tile_id[sched.stage] = t;
+    ptx::mbar_arrive(&sm.tile_full[sched.stage]);
+    sched.advance();
+    if (t >= p.num_tiles) break;
     const Tile tile = TileScheduler::at(p, t);
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
-    if (kr.n_hi <= kr.n_lo) continue;
+    if (kr.n_hi <= kr.n_lo) {
+      t = TileScheduler::next(p);
+      continue;
+    }
     const int kv_head = tile.head / p.q_per_kv;
     ptx::mbar_wait(&sm.q_empty, q_phase ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.q_full, Cfg::kTileBytesQ);
@@ -67,6 +77,9 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
       kv.advance();
     }
     q_phase ^= 1;
+    // Claimed only now, when this tile's loads are all issued (the consumers are a few blocks
+    // from its end), so no CTA sits on a claimed tile while others run dry.
+    t = TileScheduler::next(p);
   }
 }
 
@@ -176,7 +189,7 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
 // Epilogue: BF16 O and FP32 LSE from registers.
 template <class Cfg>
 __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
-                                         float (&o)[64], OnlineSoftmax<Cfg::kBlockN>& sm) {
+                                         float (&o)[64], OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>& sm) {
   float inv_l[2];
   sm.finalize(inv_l);
   const int kv_head = tile.head / p.q_per_kv;
@@ -232,12 +245,18 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   if (wg == 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);  // warpgroup 0 issues first
 
   PipelineState<Cfg::kStages> kpipe, vpipe;
+  PipelineState<2> sched;
   uint32_t q_phase = 0;
-  for (int t = TileScheduler::first(); t < p.num_tiles; t = TileScheduler::next(t)) {
+  for (;;) {
+    ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
+    const int t = sm.tile_id[sched.stage];
+    release(&sm.tile_empty[sched.stage]);
+    sched.advance();
+    if (t >= p.num_tiles) break;
     const Tile tile = TileScheduler::at(p, t);
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
     const int row0 = tile.m_block * Cfg::kBlockM + row_in_tile;
-    using Softmax = OnlineSoftmax<Cfg::kBlockN>;
+    using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>;
     Softmax softmax;
     softmax.init();
     PVAccumulator<Cfg> acc;
@@ -366,6 +385,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::tma_prefetch_descriptor(&p.tma_q);
     ptx::tma_prefetch_descriptor(&p.tma_k);
     ptx::tma_prefetch_descriptor(&p.tma_vt);
+    for (int s = 0; s < 2; ++s) {
+      ptx::mbar_init(&sm.tile_full[s], 1);
+      ptx::mbar_init(&sm.tile_empty[s], kConsumerWarps);
+    }
     ptx::mbar_init(&sm.q_full, 1);
     ptx::mbar_init(&sm.q_empty, kConsumerWarps);
     for (int s = 0; s < Cfg::kStages; ++s) {

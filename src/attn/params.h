@@ -14,6 +14,7 @@ struct KernelParams {
 
   int batch, seqlen_q, seqlen_k, heads, heads_kv, q_per_kv;
   int num_m_blocks, num_tiles;
+  int* tile_counter;  // persistent scheduling: zeroed before the launch; nullptr = one tile per CTA
   int causal;
   float softmax_scale_log2;  // softmax_scale * log2(e)
 

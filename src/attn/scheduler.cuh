@@ -10,6 +10,7 @@ struct Tile {
   int m_block, head, batch;
 };
 
+// Tile order: t -> (m_block, head, batch).
 struct TileScheduler {
   __device__ static Tile at(const KernelParams& p, int t) {
     const int bh = t / p.num_m_blocks;
@@ -17,9 +18,14 @@ struct TileScheduler {
     if (p.causal) m = p.num_m_blocks - 1 - m;
     return Tile{m, bh % p.heads, bh / p.heads};
   }
-  // Persistent when the grid is smaller than the tile count: CTA i takes tiles i, i + grid, ...
+  // CTA i starts with tile i. Persistent (tile_counter set): the producer claims the next tile
+  // from a global counter as soon as it has issued the loads of the current one (dynamic, so
+  // causal's uneven tiles balance, and the next tile's loads overlap this tile's tail).
+  // Otherwise one tile per CTA, and the hardware hands out CTAs in order.
   __device__ static int first() { return blockIdx.x; }
-  __device__ static int next(int t) { return t + gridDim.x; }
+  __device__ static int next(const KernelParams& p) {
+    return p.tile_counter ? atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x) : p.num_tiles;
+  }
 };
 
 // The key blocks a query tile visits: [n_lo, n_hi), visited from n_hi - 1 down to n_lo.
@@ -29,21 +35,19 @@ struct KeyRange {
   int n_mask_lo;  // blocks >= n_mask_lo hold keys some row of the tile must not see
 };
 
+// Integer math: the API caps sequence lengths at 2^30, so nothing here overflows.
 template <int kBlockM, int kBlockN>
 __device__ __forceinline__ KeyRange key_range(const KernelParams& p, int m_block) {
-  const int m0 = m_block * kBlockM;
   const int n_blocks = (p.seqlen_k + kBlockN - 1) / kBlockN;
   KeyRange r{0, n_blocks, p.seqlen_k / kBlockN};
   if (p.causal) {
-    const int shift = p.seqlen_k - p.seqlen_q;
-    // last key the last row of the tile may see, +1
-    const long long end = static_cast<long long>(m0) + kBlockM + shift;
-    const long long hi = end <= 0 ? 0 : (end + kBlockN - 1) / kBlockN;
-    r.n_hi = static_cast<int>(hi < n_blocks ? hi : n_blocks);
-    // first row's limit: keys >= m0 + shift + 1 are masked for it
-    const long long first_limit = static_cast<long long>(m0) + shift + 1;
-    const long long limit = first_limit < p.seqlen_k ? first_limit : p.seqlen_k;
-    r.n_mask_lo = limit <= 0 ? 0 : static_cast<int>(limit / kBlockN);
+    // Keys j <= row + shift are visible. The tile's last row sees keys < end; its first row
+    // sees keys < first_limit.
+    const int first_limit = m_block * kBlockM + p.seqlen_k - p.seqlen_q + 1;
+    const int end = first_limit + kBlockM - 1;
+    r.n_hi = end <= 0 ? 0 : min((end + kBlockN - 1) / kBlockN, n_blocks);
+    const int limit = min(first_limit, p.seqlen_k);
+    r.n_mask_lo = limit <= 0 ? 0 : limit / kBlockN;
   }
   return r;
 }

@@ -20,7 +20,7 @@ namespace fp8attn::attn {
 
 constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
 
-template <int kBlockN>
+template <int kBlockN, int kPolyExpEvery = 0>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   float row_max[2];  // m, log2 units; -inf until a visible key is seen
@@ -72,7 +72,9 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
       const int r = (i >> 1) & 1;
-      s[i] = ptx::exp2_approx(fmaf(s[i], scale[r], neg_bias[r]));
+      const float x = fmaf(s[i], scale[r], neg_bias[r]);
+      const bool poly = kPolyExpEvery > 0 && (i / 4) % kPolyExpEvery == kPolyExpEvery - 1;
+      s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
       sum[r] += s[i];
     }
 #pragma unroll
