@@ -300,6 +300,70 @@ std::vector<Shape> fp64_shapes() {
 INSTANTIATE_TEST_SUITE_P(Seqlens, AgainstFp64, ::testing::ValuesIn(fp64_shapes()),
                          [](const auto& info) { return info.param.name(); });
 
+// ---- valid but unusual layouts: padded strides, broadcast (stride 0) descales ------------------
+
+TEST(Layouts, PaddedStridesAndBroadcastDescales) {
+  FP8ATTN_REQUIRE_SM90();
+  const Shape s{2, 130, 260, 4, 2, true};
+  const uint64_t seed = test_seed(21);
+  std::printf("    %s seed %llu\n", s.name().c_str(), (unsigned long long)seed);
+  Problem prob = make_problem(s, seed);
+  DeviceRun run(prob);
+  fp8attn_fwd_params a = run.params();
+  // Broadcast: one descale per (b, h) for Q and per (b, h_kv) for K and V. The device arrays keep
+  // the per-token values; with stride 0 the kernel reads the first of each group, so the host
+  // problem takes that value everywhere.
+  a.qd_stride_s = 0, a.kd_stride_blk = 0, a.vd_stride_d = 0;
+  for (int b = 0; b < s.b; ++b) {
+    for (int h = 0; h < s.h; ++h)
+      for (int t = 0; t < s.sq; ++t)
+        prob.q_descale[(b * s.h + h) * s.sq + t] = prob.q_descale[(b * s.h + h) * s.sq];
+    for (int h = 0; h < s.h_kv; ++h) {
+      for (int k = 0; k < s.k_blocks(); ++k)
+        prob.k_descale[(b * s.h_kv + h) * s.k_blocks() + k] = prob.k_descale[(b * s.h_kv + h) * s.k_blocks()];
+      for (int c = 0; c < kD; ++c)
+        prob.v_descale[(b * s.h_kv + h) * kD + c] = prob.v_descale[(b * s.h_kv + h) * kD];
+    }
+  }
+  prob.finish();
+  // Q with 64 padding elements after each token's heads, holding E4M3 NaN: read them and O is NaN.
+  const int64_t q_row = int64_t(s.h) * kD + 64, o_row = int64_t(s.h) * kD + 64;
+  std::vector<uint8_t> q_pad(size_t(s.b) * s.sq * q_row, 0x7F);
+  for (int b = 0; b < s.b; ++b)
+    for (int t = 0; t < s.sq; ++t)
+      std::memcpy(&q_pad[(int64_t(b) * s.sq + t) * q_row], &prob.q8[prob.qi(b, t, 0, 0)], size_t(s.h) * kD);
+  a.q = run.upload(q_pad);
+  a.q_stride_s = q_row, a.q_stride_b = s.sq * q_row;
+  // O with 64 padding elements per token: they must keep the poison.
+  const size_t o_bytes = size_t(s.b) * s.sq * o_row * 2;
+  uint8_t* o_dev = run.poisoned(o_bytes);
+  a.o = o_dev;
+  a.o_stride_s = o_row, a.o_stride_b = s.sq * o_row;
+  ASSERT_EQ(fp8attn_attention_fwd(&a, nullptr), FP8ATTN_SUCCESS) << fp8attn_last_error();
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<uint8_t> o_raw = DeviceRun::fetch(o_dev - DeviceRun::kGuard, o_bytes + 2 * DeviceRun::kGuard);
+  ASSERT_EQ(o_raw.size(), o_bytes + 2 * DeviceRun::kGuard);
+  Output out;
+  out.o_bits.resize(size_t(s.b) * s.sq * s.h * kD);
+  for (size_t i = 0; i < o_raw.size(); ++i) {
+    const size_t off = i - DeviceRun::kGuard;  // wraps for the leading guard: >= o_bytes
+    const bool payload = i >= DeviceRun::kGuard && off < o_bytes && off % (o_row * 2) < size_t(s.h) * kD * 2;
+    if (!payload) ASSERT_EQ(o_raw[i], 0xFF) << "padding or guard byte " << i << " of O was written";
+  }
+  for (int b = 0; b < s.b; ++b)
+    for (int t = 0; t < s.sq; ++t)
+      std::memcpy(&out.o_bits[prob.qi(b, t, 0, 0)], &o_raw[DeviceRun::kGuard + (int64_t(b) * s.sq + t) * o_row * 2],
+                  size_t(s.h) * kD * 2);
+  const std::vector<uint8_t> lse_raw = DeviceRun::fetch(a.lse, size_t(s.b) * s.h * s.sq * 4);
+  ASSERT_FALSE(lse_raw.empty());
+  out.lse.resize(lse_raw.size() / 4);
+  std::memcpy(out.lse.data(), lse_raw.data(), lse_raw.size());
+  // Broadcast K descales select the kernel's 192-key blocks (src/api.cu), so the element-wise
+  // mirror does not apply; the FP64 bound and the 2x-mirror RMSE rule do.
+  const Verdict v = check_against_reference(s, out, mirror_kernel(prob), reference_f64(prob));
+  EXPECT_TRUE(v.ok) << v.msg;
+}
+
 // ---- the checks themselves must be able to fail ----------------------------------------------
 
 TEST(Checks, NaNNeverPasses) {

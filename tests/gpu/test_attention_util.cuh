@@ -401,6 +401,12 @@ class DeviceRun {
     return a;
   }
 
+  static std::vector<uint8_t> fetch(const void* d, size_t bytes) {
+    std::vector<uint8_t> h(bytes);
+    if (cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) h.clear();
+    return h;
+  }
+
   // Downloads O and LSE; false (with a message) if a guard byte changed.
   bool download(Output& out, std::string& why) {
     std::vector<uint8_t> o(o_bytes_ + 2 * kGuard), l(lse_bytes_ + 2 * kGuard);
