@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "model/codecs.h"
@@ -268,7 +269,16 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 200, 129, 4, 1, false, false, true, FP8ATTN_Q_SCALE_BLOCK128,
              FP8ATTN_V_SCALE_HEAD},
         Case{2, 33, 31, 2, 2, true, false, false, FP8ATTN_Q_SCALE_BLOCK128,
-             FP8ATTN_V_SCALE_CHANNEL}));
+             FP8ATTN_V_SCALE_CHANNEL}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      const Case& c = info.param;
+      return "b" + std::to_string(c.b) + "_sq" + std::to_string(c.sq) + "_sk" +
+             std::to_string(c.sk) + "_h" + std::to_string(c.h) + "_" + std::to_string(c.h_kv) +
+             (c.smooth_k ? "_smoothK" : "") + (c.smooth_v ? "_smoothV" : "") +
+             (c.hadamard ? "_hadamard" : "") +
+             (c.q_scale == FP8ATTN_Q_SCALE_BLOCK128 ? "_qblock" : "_qtoken") +
+             (c.v_scale == FP8ATTN_V_SCALE_HEAD ? "_vhead" : "_vchannel");
+    });
 
 TEST(Prepass, RefusesBadShapes) {
   std::vector<uint16_t> x(2 * 40 * 4 * 64, 0);

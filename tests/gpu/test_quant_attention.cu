@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fp8attn/attention.h"
@@ -211,7 +212,14 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
 INSTANTIATE_TEST_SUITE_P(Shapes, QuantAttention,
                          ::testing::Values(Case{2, 300, 517, 4, 2, false, false},
                                            Case{1, 256, 700, 4, 4, true, true},
-                                           Case{1, 129, 129, 8, 1, true, false}));
+                                           Case{1, 129, 129, 8, 1, true, false}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           return "b" + std::to_string(c.b) + "_sq" + std::to_string(c.sq) +
+                                  "_sk" + std::to_string(c.sk) + "_h" + std::to_string(c.h) +
+                                  "_" + std::to_string(c.h_kv) + (c.causal ? "_causal" : "") +
+                                  (c.hadamard ? "_hadamard" : "");
+                         });
 
 TEST(QuantAttentionApi, RefusesBadShapes) {
   fp8attn_workspace* ws = fp8attn_workspace_create();
