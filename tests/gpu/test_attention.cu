@@ -263,7 +263,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Shape{2, 200, 200, 4, 2, false}, Shape{2, 200, 200, 4, 2, true},
                       Shape{1, 257, 129, 2, 1, false}, Shape{1, 129, 257, 2, 1, true},
                       Shape{1, 64, 384, 3, 3, true, FP8ATTN_P_E4M3, true},
-                      Shape{2, 150, 300, 4, 1, false, FP8ATTN_P_E4M3_HILO}),
+                      Shape{2, 150, 300, 4, 1, false, FP8ATTN_P_E4M3_HILO},
+                      Shape{2, 200, 300, 4, 2, true, FP8ATTN_P_E4M3, false, true}),
     [](const auto& info) { return info.param.name(); });
 
 // ---- against exact FP64 attention -------------------------------------------------------------
@@ -292,7 +293,9 @@ std::vector<Shape> fp64_shapes() {
     v.push_back({2, 300, 1000, 4, 2, causal});    // sq < sk
     v.push_back({2, 1000, 300, 4, 2, causal});    // sq > sk: causal rows 0..699 see no key
     v.push_back({3, 127, 1000, 5, 5, causal, FP8ATTN_P_E4M3_HILO});
+    v.push_back({3, 1000, 1000, 5, 5, causal, FP8ATTN_P_E4M3, false, true});  // diffuse
   }
+  v.push_back({1, 8191, 8191, 2, 1, false, FP8ATTN_P_E4M3, false, true});  // long and diffuse
   v.push_back({2, 333, 555, 4, 2, true, FP8ATTN_P_E4M3, true});  // lse_bias and o_bias
   return v;
 }
