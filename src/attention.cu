@@ -89,6 +89,11 @@ fp8attn_status fp8attn_attention(const fp8attn_attention_args* a, fp8attn_worksp
                     std::to_string(a->k.head_dim) + ")");
   }
   if (a->k.batch != B) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q and k batch differ");
+  if (H % HKV) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "heads (" + std::to_string(H) +
+                                                    ") must be a multiple of heads_kv (" +
+                                                    std::to_string(HKV) + ")");
+  }
   if (fp8attn_status s = fp8attn_workspace_reserve(ws, p.total()); s != FP8ATTN_SUCCESS) return s;
 
   char* base = static_cast<char*>(ws->data);
