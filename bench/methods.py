@@ -36,25 +36,27 @@ def fp8attn_speed_factory(lib, p_precision: int):
 
 
 def _sdpa_call(backend, q, k, v, causal, gqa):
-    # SDPA takes (b, h, s, d); views of the (b, s, h, d) data, as FlashAttention callers do.
+    """q, k, v in SDPA's own (b, h, s, d) layout; returns O as (b, s, h, d)."""
     with sdpa_kernel(backend):
-        return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                              v.transpose(1, 2), is_causal=causal,
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
                                               enable_gqa=gqa).transpose(1, 2)
 
 
 def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str):
-    """A callable running SDPA on `backend`; if the backend refuses native GQA, K and V are
-    expanded to h heads (same FLOPs; noted in the results)."""
+    """A callable running SDPA on `backend` on (b, s, h, d) data, given to SDPA as contiguous
+    (b, h, s, d) copies made here, outside any timing: SDPA's native layout, the baseline's best
+    case. If the backend refuses native GQA, K and V are expanded to h heads (same FLOPs; noted
+    in the results)."""
     gqa = q.shape[2] != k.shape[2]
+    q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))
     try:
         _sdpa_call(backend, q, k, v, causal, gqa)
         return lambda: _sdpa_call(backend, q, k, v, causal, gqa)
     except RuntimeError as e:
         if not gqa:
             raise
-        group = q.shape[2] // k.shape[2]
-        ke, ve = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
+        group = q.shape[1] // k.shape[1]
+        ke, ve = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         _sdpa_call(backend, q, ke, ve, causal, False)
         notes.append(f"{tag}: {backend.name} refused enable_gqa ({str(e).splitlines()[0][:120]}); "
                      "K and V expanded to h heads")
