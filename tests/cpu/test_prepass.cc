@@ -8,6 +8,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "model/codecs.h"
 #include "model/prepass.h"
+#include "model/safetensors.h"
 
 namespace fp8attn::model {
 namespace {
@@ -122,13 +125,10 @@ struct Case {
 
 class PrepassCase : public ::testing::TestWithParam<Case> {};
 
-TEST_P(PrepassCase, DequantizesToTheTransformedInputAndRestoresTheBiases) {
-  const Case t = GetParam();
-  const uint64_t seed = fresh_seed("prepass case");
-  std::mt19937_64 rng(seed);
-  const std::vector<uint16_t> q = random_bf16(rng, t.b, t.sq, t.h, 0.5f);
-  const std::vector<uint16_t> k = random_bf16(rng, t.b, t.sk, t.h_kv, 8.0f);
-  const std::vector<uint16_t> v = random_bf16(rng, t.b, t.sk, t.h_kv, 2.0f);
+// Runs the mirror on contiguous BF16 q, k, v (shapes in t) and checks every output against
+// FP64 references. `seed` also picks the Hadamard signs.
+void check_prepass(const Case& t, const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
+                   const std::vector<uint16_t>& v, uint64_t seed) {
   fp8attn_quant_options opt{};
   opt.smooth_k = t.smooth_k, opt.smooth_v = t.smooth_v, opt.hadamard_qk = t.hadamard;
   opt.q_scale = t.q_scale, opt.v_scale = t.v_scale, opt.hadamard_seed = seed;
@@ -269,6 +269,61 @@ TEST_P(PrepassCase, DequantizesToTheTransformedInputAndRestoresTheBiases) {
       }
     }
   }
+}
+
+TEST_P(PrepassCase, DequantizesToTheTransformedInputAndRestoresTheBiases) {
+  const Case t = GetParam();
+  const uint64_t seed = fresh_seed("prepass case");
+  std::mt19937_64 rng(seed);
+  const std::vector<uint16_t> q = random_bf16(rng, t.b, t.sq, t.h, 0.5f);
+  const std::vector<uint16_t> k = random_bf16(rng, t.b, t.sk, t.h_kv, 8.0f);
+  const std::vector<uint16_t> v = random_bf16(rng, t.b, t.sk, t.h_kv, 2.0f);
+  check_prepass(t, q, k, v, seed);
+}
+
+// The committed captured fixture (data/fixtures/*.safetensors: BF16 q, k, v (1, s, h, 128)),
+// with and without the rotation.
+TEST(Prepass, CapturedFixtureDequantizesToTheTransformedInput) {
+  const std::filesystem::path dir = std::filesystem::path(FP8ATTN_SOURCE_DIR) / "data" / "fixtures";
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(dir)) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+      if (e.path().extension() == ".safetensors") files.push_back(e.path());
+    }
+  }
+  if (files.empty()) GTEST_SKIP() << "no captured fixture under " << dir;
+  int used = 0;
+  for (const auto& f : files) {
+    const SafeTensors st = read_safetensors(f.string());
+    if (!st.contains("q") || !st.contains("k") || !st.contains("v")) continue;
+    const StTensor &q = st.at("q"), &k = st.at("k"), &v = st.at("v");
+    if (q.dtype != DType::BF16 || k.dtype != DType::BF16 || v.dtype != DType::BF16 ||
+        q.shape.size() != 4 || q.shape[3] != kD) {
+      continue;
+    }
+    SCOPED_TRACE(f.string());
+    const auto codes = [](const StTensor& t) {
+      std::vector<uint16_t> c(t.numel());
+      std::memcpy(c.data(), t.data.data(), t.data.size());
+      return c;
+    };
+    const int sq = static_cast<int>(q.shape[1]);
+    const int sk = static_cast<int>(k.shape[1]);
+    // At most 512 tokens: the FP64 checks are O(s * 128^2) with the rotation.
+    const int s_q = std::min(sq, 512), s_k = std::min(sk, 512);
+    std::vector<uint16_t> qc = codes(q), kc = codes(k), vc = codes(v);
+    qc.resize(static_cast<size_t>(s_q) * q.shape[2] * kD);
+    kc.resize(static_cast<size_t>(s_k) * k.shape[2] * kD);
+    vc.resize(static_cast<size_t>(s_k) * k.shape[2] * kD);
+    for (bool rotate : {false, true}) {
+      const Case t{1, s_q, s_k, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), true,
+                   true, rotate, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL};
+      check_prepass(t, qc, kc, vc, 12345);
+    }
+    ++used;
+  }
+  std::printf("[ info ] %d captured file(s) from %s\n", used, dir.c_str());
+  EXPECT_GT(used, 0) << "fixture files found but none holds BF16 q, k, v (1, s, h, 128)";
 }
 
 INSTANTIATE_TEST_SUITE_P(
