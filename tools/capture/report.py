@@ -28,7 +28,8 @@ def model_block(m: dict) -> list[str]:
         f"heads, head_dim {m['head_dim']}, {m['n_layers']} layers, RoPE theta {m['rope_theta']:g})",
         "",
         f"- Perplexity on the {m['perplexity_tokens'] + 1}-token text: **{m['perplexity']:.3f}** "
-        f"({m['perplexity_tokens']} predicted tokens; BOS {'added' if m['bos_added'] else 'not added (the GGUF says add_bos_token = false)'}).",
+        f"({m['perplexity_tokens']} predicted tokens; "
+        f"{'BOS added' if m['bos_added'] else 'no BOS: the GGUF says add_bos_token = false'}).",
         f"- Greedy continuation of the first {m['greedy_continuation']['prompt_tokens']} tokens "
         f"({m['greedy_continuation']['new_tokens']} new tokens):",
         "",
@@ -41,8 +42,8 @@ def model_block(m: dict) -> list[str]:
         + (f"; {m['max_resident_mib']} MiB max resident." if "max_resident_mib" in m else "."),
         "",
         "| layer | attn reproduction rel err (FP32 on the capture vs the model) | vs FP64 | "
-        "BF16 rounding of Q, K, V (rel err of the model's attention) | K amax | K max channel |mean| "
-        "| K median channel std | V amax | V max channel |mean| | entropy min / max (nats) "
+        "BF16 rounding of Q, K, V (rel err of the model's attention) | K amax | K max channel abs mean "
+        "| K median channel std | V amax | V max channel abs mean | entropy min / max (nats) "
         "| mass on token 0 min / max |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
