@@ -286,8 +286,12 @@ def _speed_records(torch, lib, shape, warmup, runs, seed) -> list[dict]:
 def _set_causal(params_buf, causal: int) -> None:
     """fp8attn_fwd_params.causal sits right after softmax_scale; find it through the Python
     mirror of the struct (python/fp8attn/_abi.py), which checks its own layout."""
-    from fp8attn import _abi
-    off = _abi.FwdParams.causal.offset
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "python" / "fp8attn" / "_abi.py"
+    spec = importlib.util.spec_from_file_location("fp8attn_abi_layout", path)
+    abi = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(abi)  # ctypes only: no torch, no library loaded
+    off = abi.FwdParams.causal.offset
     ctypes.c_int32.from_buffer(params_buf, off).value = causal
 
 
