@@ -36,8 +36,14 @@ struct Config {
   static constexpr int kTileBytesV = kHeadDim * kBlockN;
   // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
   // must not exceed its swizzle span), each atom [128 channels][64 keys].
+  // Each atom is followed by 8 rows of E4M3 ones, so that the m64n136 PV wgmma also yields the
+  // row sums of P (columns 128..135).
   static constexpr int kVAtomKeys = 64;
-  static constexpr int kVAtomBytes = kHeadDim * kVAtomKeys;
+  static constexpr int kVAtoms = kBlockN / kVAtomKeys;
+  static constexpr int kVAtomTmaBytes = kHeadDim * kVAtomKeys;  // what TMA writes
+  static constexpr int kVOnesBytes = 8 * kVAtomKeys;
+  static constexpr int kVAtomBytes = kVAtomTmaBytes + kVOnesBytes;  // 17 x 512: keeps the swizzle
+  static constexpr int kVTileSmemBytes = kVAtoms * kVAtomBytes;
   static_assert(kHeadDim == 128, "one 128-byte swizzle atom per row: d = 128 E4M3 values");
   static_assert(kBlockN % kVAtomKeys == 0, "V^T tiles are whole 64-key atoms");
   static_assert(kBlockN == 128 || (kBlockN == 192 && !kTwoLevel),
@@ -49,7 +55,7 @@ template <class Cfg>
 struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t q[Cfg::kTileBytesQ];
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
-  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kTileBytesV];
+  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];

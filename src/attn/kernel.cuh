@@ -87,6 +87,8 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
 // Consumer helpers.
 
 // P as A-fragments of the PV wgmma: E4M3, plus the lo term for hi+lo.
+constexpr int kAccRegs = 68;  // m64n136 accumulator: 64 of O, 4 of l (cols 128 + 2*(lane%4) + {0,1})
+
 template <class Cfg>
 struct PFragments {
   static constexpr bool kHiLo = Cfg::kP == PPrecision::kE4M3HiLo;
@@ -106,8 +108,11 @@ __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uin
 // acc (+)= P V_n: kBlockN/32 k-steps of 32 keys, two per 64-key V^T atom. kAccumulate = false
 // starts a fresh accumulator (two-level accumulation).
 // With P hi+lo, each k-step issues the lo term too, into the same accumulator.
+// The accumulator is m64n136: columns 0..127 are O, columns 128..135 the row sum of the E4M3 P
+// (V^T's atoms carry 8 rows of ones), so l comes from the tensor core, not 1 FADD per score,
+// and it is the sum of exactly the P that weighted V.
 template <class Cfg, bool kAccumulate>
-__device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
+__device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragments<Cfg>& pf, uint32_t v_addr) {
 #pragma unroll
   for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
     const uint64_t dv = ptx::make_desc_kmajor_sw64(v_addr + (kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32);
@@ -128,12 +133,12 @@ __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>
 template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
-  float o[64];
-  float o_blk[kTwoLevel ? 64 : 1];
+  float o[kAccRegs];
+  float o_blk[kTwoLevel ? kAccRegs : 1];
 
   __device__ __forceinline__ void zero() {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+    for (int i = 0; i < kAccRegs; ++i) o[i] = 0.f;
   }
   // Before the wgmma fence: one-level rescales O here (O is not an operand of the QK^T in flight).
   // Skipped when no row of the warp raised its max (alpha == 1): after the first blocks the max
@@ -142,7 +147,7 @@ struct PVAccumulator {
     if constexpr (!kTwoLevel) {
       if (__any_sync(0xffffffff, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-        for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
+        for (int i = 0; i < kAccRegs; ++i) o[i] *= alpha[(i >> 1) & 1];
       }
     }
   }
@@ -154,13 +159,13 @@ struct PVAccumulator {
   __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
     if constexpr (kTwoLevel) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) {
+      for (int i = 0; i < kAccRegs; ++i) {
         ptx::fence_operand(o_blk[i]);
         o[i] = fmaf(o[i], alpha[(i >> 1) & 1], o_blk[i]);
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) ptx::fence_operand(o[i]);
+      for (int i = 0; i < kAccRegs; ++i) ptx::fence_operand(o[i]);
     }
   }
 };
@@ -189,9 +194,9 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
 // Epilogue: BF16 O and FP32 LSE from registers.
 template <class Cfg>
 __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
-                                         float (&o)[64], OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>& sm) {
+                                         float (&o)[kAccRegs], OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>& sm) {
   float inv_l[2];
-  sm.finalize(inv_l);
+  sm.finalize(o[64], o[66], inv_l);
   const int kv_head = tile.head / p.q_per_kv;
   const int q4 = threadIdx.x % 4;
   float vd[32], ob[32];
@@ -399,6 +404,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     }
     ptx::mbar_fence_init();
   }
+  // The 8 rows of ones under every V^T atom (rows 128..135): written once, never overwritten by
+  // TMA, read by the async proxy (wgmma), hence the proxy fence.
+  for (int i = threadIdx.x; i < Cfg::kStages * Cfg::kVAtoms * Cfg::kVOnesBytes / 4; i += Cfg::kThreads) {
+    const int atom = i / (Cfg::kVOnesBytes / 4), word = i % (Cfg::kVOnesBytes / 4);
+    reinterpret_cast<uint32_t*>(&sm.v[0][0] + atom * Cfg::kVAtomBytes + Cfg::kVAtomTmaBytes)[word] =
+        0x38383838u;  // E4M3 1.0
+  }
+  ptx::fence_proxy_async_shared();
   __syncthreads();
 
   if (warpgroup == 0) {
