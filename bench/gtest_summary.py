@@ -49,8 +49,12 @@ def sanitizer_stage(name: str, log_path: Path, rc: int) -> dict:
     text = log_path.read_text(errors="replace") if log_path.exists() else ""
     m = re.search(r"ERROR SUMMARY: (\d+) error", text)
     errors = int(m.group(1)) if m else None
-    ok = rc == 0 and errors == 0
-    status = f"exit {rc}, " + (f"{errors} errors" if errors is not None else "no ERROR SUMMARY line")
+    # The test under the sanitizer must have run and passed: a filter that matched nothing (or a
+    # skip) would give a clean summary while checking nothing.
+    ran = re.search(r"\[  PASSED  \] [1-9]\d* test", text) is not None and "[  FAILED  ]" not in text
+    ok = rc == 0 and errors == 0 and ran
+    status = (f"exit {rc}, " + (f"{errors} errors" if errors is not None else "no ERROR SUMMARY line")
+              + ("" if ran else ", the test under it did not run and pass"))
     return {"name": name, "passed": int(ok), "failed": int(not ok), "skipped": 0, "status": status}
 
 

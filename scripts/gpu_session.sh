@@ -46,6 +46,8 @@ stage "GPU and clocks"
 nvidia-smi || echo "nvidia-smi FAILED"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active --format=csv ||
   echo "clock query FAILED"
+nvidia-smi -q -d CLOCK,PERFORMANCE > "$LOGS/nvidia-smi-clocks.txt" 2>&1 &&
+  grep -E -A3 "^    (Clocks$|Applications Clocks|Clocks Event Reasons|Clocks Throttle Reasons)" "$LOGS/nvidia-smi-clocks.txt" | head -30
 cat "$CARRY/BUILD_INFO" 2>/dev/null || echo "no $CARRY/BUILD_INFO: was scripts/stage_gpu.sh run and .carry carried?"
 cp "$CARRY/BUILD_INFO" "$LOGS/" 2>/dev/null
 
@@ -65,11 +67,12 @@ for t in "${tests[@]}"; do
 done
 
 stage "compute-sanitizer (memcheck, racecheck) on $SANITIZER_FILTER"
-if [[ -x "$CARRY/tests/test_attention" ]] && command -v compute-sanitizer >/dev/null; then
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+if [[ -x "$CARRY/tests/test_attention" && -n "$SANITIZER" ]]; then
   for tool in memcheck racecheck; do
     limit=$(allowance 120)
     echo "--- $tool (timeout ${limit}s)"
-    timeout -k 10 "$limit" compute-sanitizer --tool "$tool" --error-exitcode 17 \
+    timeout -k 10 "$limit" "$SANITIZER" --tool "$tool" --error-exitcode 17 \
       "$CARRY/tests/test_attention" --gtest_filter="$SANITIZER_FILTER" > "$LOGS/sanitizer_$tool.log" 2>&1
     rc=$?
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED|SKIPPED) \]|Invalid|Race|Hazard" \

@@ -16,7 +16,8 @@
 //    (kernel - mirror) <= 1/2 of the mirror's own error vs FP64. Why 1/2: a difference dp/p in
 //    p (QK^T summation order/width: ~1e-3 if Hopper keeps ~13 bits) flips p's E4M3 rounding with
 //    probability ~(dp/p)/2^-3.5, each flip moving O by ~0.09 P_j v_j, while the mirror's own
-//    error is ~0.026 P_j v_j per key: their ratio is 3.5 sqrt(flip rate) ~ 0.4 at 1.2%.
+//    error is ~0.026 P_j v_j per key: their ratio is 3.5 sqrt(flip rate) ~ 0.4 at 1.2%. With
+//    hi+lo P the bound is 1x (see check_against_mirror).
 //  - LSE: ln2 * 2^-11 * max_j scale sum_c|q_c k_jc| + 1e-5 (1 + |LSE|) + 2^-22 n.
 // NaN or Inf anywhere (other than LSE = -inf on rows with no visible key) fails every check.
 #include <cmath>
@@ -172,8 +173,13 @@ Verdict check_against_mirror(const Shape& s, const Output& out, const Output& mi
   std::printf("    vs mirror: rmse %.3e max %.3e; mirror vs FP64 rmse %.3e; %lld of %lld elements "
               "needed the flipped-rounding allowance\n", ekm.rmse, ekm.max_abs, em.rmse,
               (long long)beyond_tight, (long long)n);
-  if (!(ekm.rmse <= 0.5 * em.rmse + 1e-30))
-    v.fail("RMSE(kernel - mirror) " + std::to_string(ekm.rmse) + " > 1/2 of the mirror's error " +
+  // Hi+lo P leaves ~2^-9 of p's rounding, the size of the differences in p that Hopper's QK^T
+  // accumulation alone may cause, so there the kernel need only agree with the mirror as well as
+  // the mirror agrees with exact attention.
+  const double agree = s.p_precision == FP8ATTN_P_E4M3_HILO ? 1.0 : 0.5;
+  if (!(ekm.rmse <= agree * em.rmse + 1e-30))
+    v.fail("RMSE(kernel - mirror) " + std::to_string(ekm.rmse) + " > " + std::to_string(agree) +
+           " x the mirror's error " +
            std::to_string(em.rmse));
   // A flip needs p within ~1e-3 relative of an E4M3 rounding midpoint: rare.
   if (beyond_tight > n / 50) v.fail(std::to_string(beyond_tight) + " elements beyond the tight tolerance");
