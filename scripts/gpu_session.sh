@@ -94,7 +94,7 @@ harness_limit=$((BUDGET_S + 100 - SECONDS))
 ((harness_limit < 120)) && harness_limit=120
 timeout -k 10 "$harness_limit" python3 bench/harness.py --lib "$CARRY/libfp8attn.so" --out "$OUT" \
   --tests-json "$SUMMARY" --commit-file "$CARRY/COMMIT" --captures "$CARRY/captures" \
-  --command "scripts/gpu_session.sh (OUT=\$OUT; carry .carry from scripts/stage_gpu.sh)" \
+  --command "$(env | grep -E '^FP8ATTN_' | tr '\n' ' ')scripts/gpu_session.sh (carry .carry from scripts/stage_gpu.sh)" \
   ${HARNESS_ARGS:-}  # HARNESS_ARGS=--dry-run rehearses this script on a machine without a GPU
 rc=$?
 ((rc == 0)) || echo "HARNESS FAILED (exit $rc): the results files may be missing or partial"
