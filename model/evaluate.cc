@@ -1,5 +1,7 @@
 #include "model/evaluate.h"
 
+#include <time.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,13 +15,19 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+double cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 const char* kBf16 = "bf16-flash";
 
 }  // namespace
 
 SchemeRun run_scheme(const Scheme& s, const Tensor& q, const Tensor& k, const Tensor& v,
                      bool causal, float softmax_scale) {
-  const double t0 = now();
+  const double t0 = now(), c0 = cpu_now();
   SchemeRun run;
   run.prepared = prepare_operands(s, q, k, v, softmax_scale);
   const Prepared& p = run.prepared;
@@ -64,16 +72,25 @@ SchemeRun run_scheme(const Scheme& s, const Tensor& q, const Tensor& k, const Te
     round_inplace(s.numerics.o_format, run.o.data.data(), run.o.size());
   }
   run.seconds = now() - t0;
+  run.cpu_seconds = cpu_now() - c0;
   return run;
 }
 
-TensorD kernel_only_reference(const SchemeRun& run, bool causal, float softmax_scale) {
+TensorD kernel_only_reference(const SchemeRun& run, bool causal, float softmax_scale, bool fp64) {
   const Prepared& p = run.prepared;
   AttnConfig cfg;
   cfg.causal = causal;
   cfg.softmax_scale = softmax_scale;
   cfg.score_bias = p.score_bias.empty() ? nullptr : p.score_bias.data();
-  ExactF64 r = attention_exact_f64(p.q_deq, p.k_deq, p.v_deq, cfg);
+  ExactF64 r;
+  if (fp64) {
+    r = attention_exact_f64(p.q_deq, p.k_deq, p.v_deq, cfg);
+  } else {
+    ExactF32 r32 = attention_exact_f32(p.q_deq, p.k_deq, p.v_deq, cfg);
+    r.o = TensorD(r32.o.b, r32.o.s, r32.o.h, r32.o.d);
+    for (size_t i = 0; i < r32.o.data.size(); ++i) r.o.data[i] = r32.o.data[i];
+    r.lse.assign(r32.lse.begin(), r32.lse.end());
+  }
   TensorD& o = r.o;
   if (p.rotate_v) hadamard_rows(o.data.data(), o.size() / o.d, o.d, p.seed, true);
   if (!p.o_bias.empty()) {
@@ -106,7 +123,8 @@ std::vector<EvalRecord> evaluate(const Dataset& data, bool causal, std::vector<S
                  causal, now() - t0);
   }
   std::vector<EvalRecord> out;
-  auto record = [&](const Scheme& s, const char* reference, const ErrorStats& e, double sec) {
+  auto record = [&](const Scheme& s, const char* reference, const ErrorStats& e, double sec,
+                    double cpu) {
     EvalRecord r;
     r.dataset = data.name;
     r.scheme = s.name;
@@ -119,13 +137,14 @@ std::vector<EvalRecord> evaluate(const Dataset& data, bool causal, std::vector<S
     r.head_dim = data.q.d;
     r.err = e;
     r.seconds = sec;
+    r.cpu_seconds = cpu;
     r.reference_seconds = ref_seconds;
     out.push_back(r);
     return &out.back();
   };
   for (const Scheme& s : schemes) {
     const SchemeRun run = run_scheme(s, data.q, data.k, data.v, causal, opt.softmax_scale);
-    EvalRecord* e2e = record(s, "end_to_end", compare(run.o, ref.o), run.seconds);
+    EvalRecord* e2e = record(s, "end_to_end", compare(run.o, ref.o), run.seconds, run.cpu_seconds);
     double lse_err = 0.0;
     for (size_t i = 0; i < ref.lse.size(); ++i) {
       if (std::isinf(ref.lse[i])) continue;
@@ -133,24 +152,27 @@ std::vector<EvalRecord> evaluate(const Dataset& data, bool causal, std::vector<S
     }
     e2e->lse_max_abs = lse_err;
     if (opt.verbose) {
-      std::fprintf(stderr, "[eval] %s causal=%d %s: emulation %.2f s, rel rmse %.3e\n",
-                   data.name.c_str(), causal, s.name.c_str(), run.seconds, e2e->err.rel_rmse);
+      std::fprintf(stderr, "[eval] %s causal=%d %s: emulation %.2f s (%.2f CPU s), rel rmse %.3e\n",
+                   data.name.c_str(), causal, s.name.c_str(), run.seconds, run.cpu_seconds,
+                   e2e->err.rel_rmse);
     }
     if (!opt.kernel_only) continue;
     if (s.inputs_exact()) {
-      record(s, "kernel_only", e2e->err, run.seconds);
-      record(s, "floor", ErrorStats{}, 0.0);
+      const ErrorStats same = e2e->err;
+      record(s, "kernel_only", same, run.seconds, run.cpu_seconds);
+      record(s, "floor", ErrorStats{}, 0.0, 0.0);
       continue;
     }
     t0 = now();
-    const TensorD kref = kernel_only_reference(run, causal, opt.softmax_scale);
-    const double kref_sec = now() - t0;
+    const double c0 = cpu_now();
+    const TensorD kref = kernel_only_reference(run, causal, opt.softmax_scale, opt.kernel_only_fp64);
+    const double kref_sec = now() - t0, kref_cpu = cpu_now() - c0;
     if (opt.verbose) {
-      std::fprintf(stderr, "[eval] %s causal=%d %s: kernel_only reference %.2f s\n", data.name.c_str(),
-                   causal, s.name.c_str(), kref_sec);
+      std::fprintf(stderr, "[eval] %s causal=%d %s: kernel_only reference %.2f s (%.2f CPU s)\n",
+                   data.name.c_str(), causal, s.name.c_str(), kref_sec, kref_cpu);
     }
-    record(s, "kernel_only", compare(run.o, kref), run.seconds);
-    record(s, "floor", compare(kref, ref.o), kref_sec);
+    record(s, "kernel_only", compare(run.o, kref), run.seconds, run.cpu_seconds);
+    record(s, "floor", compare(kref, ref.o), kref_sec, kref_cpu);
   }
   // Ratios to bf16-flash (its end_to_end figures; the BF16 kernel sees exact inputs).
   std::map<std::string, const EvalRecord*> base;

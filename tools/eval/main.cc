@@ -38,6 +38,7 @@ const char* kUsage = R"(usage:
 options:
   --heads-subset N   evaluate N of the heads, evenly spaced (N divides h); kv heads follow
   --no-kernel-only   only the end_to_end reference (skips the kernel_only and floor records)
+  --kernel-only-fp64 the kernel_only reference in FP64 (default FP32; end_to_end is always FP64)
   --softmax-scale X  default 1/sqrt(d)
   --threads N        OpenMP threads (default: all cores)
   --quiet            no progress on stderr
@@ -90,11 +91,11 @@ std::string utc_now() {
 }
 
 void print_table(const std::vector<fm::EvalRecord>& recs) {
-  std::printf("%-22s %-6s %-28s %-11s %10s %10s %10s %9s %9s %9s %8s\n", "dataset", "causal",
+  std::printf("%-22s %-6s %-28s %-11s %10s %10s %10s %9s %9s %9s %8s %8s\n", "dataset", "causal",
               "scheme", "reference", "rmse", "max_abs", "rel_rmse", "cosine", "x bf16", "x bf16",
-              "time s");
-  std::printf("%-22s %-6s %-28s %-11s %10s %10s %10s %9s %9s %9s %8s\n", "", "", "", "", "", "",
-              "", "", "(rmse)", "(max)", "");
+              "time s", "cpu s");
+  std::printf("%-22s %-6s %-28s %-11s %10s %10s %10s %9s %9s %9s %8s %8s\n", "", "", "", "", "", "",
+              "", "", "(rmse)", "(max)", "", "");
   for (const fm::EvalRecord& r : recs) {
     auto ratio = [](double x) {
       char b[32];
@@ -102,10 +103,10 @@ void print_table(const std::vector<fm::EvalRecord>& recs) {
       else std::snprintf(b, sizeof b, "%.2f", x);
       return std::string(b);
     };
-    std::printf("%-22s %-6s %-28s %-11s %10.3e %10.3e %10.3e %9.6f %9s %9s %8.2f\n",
+    std::printf("%-22s %-6s %-28s %-11s %10.3e %10.3e %10.3e %9.6f %9s %9s %8.2f %8.2f\n",
                 r.dataset.c_str(), r.causal ? "yes" : "no", r.scheme.c_str(), r.reference.c_str(),
                 r.err.rmse, r.err.max_abs, r.err.rel_rmse, r.err.cosine, ratio(r.rmse_ratio).c_str(),
-                ratio(r.max_ratio).c_str(), r.seconds);
+                ratio(r.max_ratio).c_str(), r.seconds, r.cpu_seconds);
   }
 }
 
@@ -118,7 +119,8 @@ nlohmann::json to_json(const fm::EvalRecord& r, const nlohmann::json& run) {
       {"max_at", {r.err.max_at[0], r.err.max_at[1], r.err.max_at[2], r.err.max_at[3]}},
       {"finite", r.err.finite}, {"rmse_ratio", r.rmse_ratio < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.rmse_ratio)},
       {"max_ratio", r.max_ratio < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.max_ratio)},
-      {"seconds", r.seconds}, {"reference_seconds", r.reference_seconds}, {"batch", r.batch}, {"seqlen", r.seqlen}, {"heads", r.heads},
+      {"seconds", r.seconds}, {"cpu_seconds", r.cpu_seconds},
+      {"reference_seconds", r.reference_seconds}, {"batch", r.batch}, {"seqlen", r.seqlen}, {"heads", r.heads},
       {"heads_kv", r.heads_kv}, {"head_dim", r.head_dim}};
   if (r.lse_max_abs >= 0) j["lse_max_abs"] = r.lse_max_abs;
   for (auto it = run.begin(); it != run.end(); ++it) j[it.key()] = it.value();
@@ -131,7 +133,7 @@ struct Args {
   int batches = 0, threads = 0;
   uint64_t seed = 1;
   std::string mask = "none", json;
-  bool kernel_only = true, quiet = false, h200 = false, list = false;
+  bool kernel_only = true, kernel_only_fp64 = false, quiet = false, h200 = false, list = false;
   float softmax_scale = 0.0f;
 };
 
@@ -158,6 +160,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--batches") a.batches = std::stoi(val());
     else if (k == "--json") a.json = val();
     else if (k == "--no-kernel-only") a.kernel_only = false;
+    else if (k == "--kernel-only-fp64") a.kernel_only_fp64 = true;
     else if (k == "--softmax-scale") a.softmax_scale = std::stof(val());
     else if (k == "--threads") a.threads = std::stoi(val());
     else if (k == "--quiet") a.quiet = true;
@@ -227,6 +230,7 @@ int main(int argc, char** argv) {
 
     fm::EvalOptions opt;
     opt.kernel_only = a.kernel_only;
+    opt.kernel_only_fp64 = a.kernel_only_fp64;
     opt.softmax_scale = a.softmax_scale;
     opt.verbose = !a.quiet;
     std::vector<fm::EvalRecord> all;
