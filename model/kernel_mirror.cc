@@ -1,5 +1,7 @@
 #include "model/kernel_mirror.h"
 
+#include <vector>
+
 #include <stdexcept>
 
 #include "model/codecs.h"
@@ -16,17 +18,18 @@ Tensor decode(const uint8_t* codes, int b, int s, int h) {
 }
 }  // namespace
 
-FlashNumerics kernel_numerics(int p_precision, Accumulator acc) {
+FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block) {
+  const bool hilo = p_precision == FP8ATTN_P_E4M3_HILO;
   FlashNumerics nm;
-  nm.block_n = FP8ATTN_K_SCALE_BLOCK;
+  nm.block_n = (hilo || k_descale_per_block) ? FP8ATTN_K_SCALE_BLOCK : 192;
   nm.last_to_first = true;
   nm.p_format = Format::E4M3;
-  nm.p_hilo = p_precision == FP8ATTN_P_E4M3_HILO;
+  nm.p_hilo = hilo;
   nm.p_offset_log2 = 8.0f;
-  nm.l_from_rounded_p = false;
+  nm.l_from_rounded_p = hilo;
   nm.acc_qk = acc;
   nm.acc_pv = acc;
-  nm.two_level = true;
+  nm.two_level = hilo;
   nm.exp2_ftz = true;
   nm.o_format = Format::BF16;
   return nm;
@@ -48,13 +51,26 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
   fi.k = &k;
   fi.v = &v;
   fi.q_scale = in.q_descale;
+  const FlashNumerics nm = kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block);
+  // k_descale comes as (b, h_kv, ceil(sk / 128)); a per-head descale is its first entry per head,
+  // laid out again for the engine's (b, h_kv, ceil(sk / block_n)).
+  std::vector<float> k_scale_per_head;
   fi.k_scale = in.k_descale;
+  if (in.k_descale && !in.k_descale_per_block) {
+    const int blocks_in = (in.seqlen_k + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK;
+    const int blocks_out = (in.seqlen_k + nm.block_n - 1) / nm.block_n;
+    k_scale_per_head.resize(static_cast<size_t>(in.batch) * in.heads_kv * blocks_out);
+    for (int bh = 0; bh < in.batch * in.heads_kv; ++bh)
+      for (int j = 0; j < blocks_out; ++j)
+        k_scale_per_head[static_cast<size_t>(bh) * blocks_out + j] = in.k_descale[static_cast<size_t>(bh) * blocks_in];
+    fi.k_scale = k_scale_per_head.data();
+  }
   fi.v_scale = in.v_descale;
   fi.lse_bias = in.lse_bias;
   fi.o_bias = in.o_bias;
   fi.softmax_scale = in.softmax_scale;
   fi.causal = in.causal;
-  FlashOutputs fo = flash_forward(fi, kernel_numerics(in.p_precision, in.accumulator));
+  FlashOutputs fo = flash_forward(fi, nm);
   KernelMirrorOutputs out;
   out.o_f32 = std::move(fo.o_acc);
   out.o = std::move(fo.o);

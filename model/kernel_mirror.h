@@ -2,10 +2,9 @@
 // operations, for the GPU tests to compare element by element.
 //
 // What it reproduces exactly: the scales (softmax_scale * log2 e formed in FP32, times the Q
-// descale of the row, times the K descale of the 128-key block), the running max, exp2 with the
-// offset 8 (P in [0, 256]), P rounded to E4M3 (RNE, satfinite), l summed from the FP32 p in the
-// quad's four partial sums, blocks of 128 keys visited last to first, two-level O accumulation
-// (O = fma(O, alpha, P_n V_n)), the epilogue fma(O * v_descale, 1/l, o_bias), BF16 RNE, LSE =
+// descale of the row, times the K descale of the key block), the running max, exp2 with the
+// offset 8 (P in [0, 256]), P rounded to E4M3 (RNE, satfinite), l and the block size and the O
+// accumulation as kernel_numerics describes, blocks visited last to first, the epilogue fma(O * v_descale, 1/l, o_bias), BF16 RNE, LSE =
 // (m + log2 l - 8) ln 2 + lse_bias, and -inf / zeros for rows that see no key.
 // What it cannot reproduce bit for bit: the tensor cores' summation order and width inside each
 // product (here: FP32 GEMMs; Accumulator::kHopperFP8 models the width), and ex2.approx.ftz
@@ -39,6 +38,10 @@ struct KernelMirrorInputs {
   int p_precision = FP8ATTN_P_E4M3;  // FP8ATTN_P_E4M3_HILO: P = e4m3(p) + e4m3(p - e4m3(p)),
                                      // both unscaled, summed by two PV products per block
   Accumulator accumulator = Accumulator::kFP32;  // of both products
+  // How the kernel was called: k_descale with kd_stride_blk != 0 (per 128-key block) or one value
+  // per (b, h_kv). The kernel picks its tiling from it (src/api.cu): E4M3 P with per-head K
+  // descales runs 192-key blocks.
+  bool k_descale_per_block = true;
 };
 
 struct KernelMirrorOutputs {
@@ -50,9 +53,12 @@ struct KernelMirrorOutputs {
 
 KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
 
-// The kernel's numerics as FlashNumerics (for schemes that reuse them).
+// The kernel's numerics as FlashNumerics (for schemes that reuse them), following the kernel's
+// default dispatch (src/api.cu): E4M3 P -> one-level accumulation, l from the FP32 p, 192-key
+// blocks (128 with per-block K descales); hi+lo P -> two-level accumulation over 128-key blocks,
+// l = the row sum of the rounded P (the tensor core's ones columns).
 FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
-                              Accumulator acc = Accumulator::kFP32);
+                              Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true);
 
 // V^T as the pre-pass writes it, (b, h_kv, 128, vt_seqlen_pad) with keys permuted within groups
 // of 32 (fp8attn_vt_key_at), back to V (b, sk, h_kv, 128).

@@ -7,7 +7,7 @@ invites typos, so this script writes them. Run: python3 scripts/gen_wgmma.py
 import pathlib
 
 SS_N = (128, 192)  # QK^T: N = keys per block
-RS_N = (136,)  # PV: N = head dim + 8 columns of ones (the row sum of P)
+RS_N = (128, 136)  # PV: N = head dim, + 8 columns of ones (the row sums of P) for two-level
 
 
 def operands(nreg, first=0):

@@ -25,7 +25,18 @@
 
 namespace fp8attn::attn {
 
+// The softmax of a Config: the row sum in FP32 unless two-level takes it from the tensor core.
+template <class Cfg>
+using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery, !Cfg::kTwoLevel>;
+
 // Position in a ring of kStages buffers and the parity of the barrier phase to wait for.
+// Ring position of the it-th block through a kStages-deep ring, and the parity of its phase.
+template <int kStages>
+struct KVCounter {
+  __device__ __forceinline__ static int stage_of(uint32_t it) { return it % kStages; }
+  __device__ __forceinline__ static uint32_t phase_of(uint32_t it) { return (it / kStages) & 1; }
+};
+
 template <int kStages>
 struct PipelineState {
   int stage = 0;
@@ -87,8 +98,6 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
 // Consumer helpers.
 
 // P as A-fragments of the PV wgmma: E4M3, plus the lo term for hi+lo.
-constexpr int kAccRegs = 68;  // m64n136 accumulator: 64 of O, 4 of l (cols 128 + 2*(lane%4) + {0,1})
-
 template <class Cfg>
 struct PFragments {
   static constexpr bool kHiLo = Cfg::kP == PPrecision::kE4M3HiLo;
@@ -108,11 +117,11 @@ __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uin
 // acc (+)= P V_n: kBlockN/32 k-steps of 32 keys, two per 64-key V^T atom. kAccumulate = false
 // starts a fresh accumulator (two-level accumulation).
 // With P hi+lo, each k-step issues the lo term too, into the same accumulator.
-// The accumulator is m64n136: columns 0..127 are O, columns 128..135 the row sum of the E4M3 P
-// (V^T's atoms carry 8 rows of ones), so l comes from the tensor core, not 1 FADD per score,
-// and it is the sum of exactly the P that weighted V.
-template <class Cfg, bool kAccumulate>
-__device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragments<Cfg>& pf, uint32_t v_addr) {
+// Two-level accumulation uses m64n136: columns 0..127 are O, columns 128..135 the row sums of the
+// E4M3 P of the block (8 rows of ones are stored under every V^T atom), so l comes from the tensor
+// core instead of one FADD per score, and it is the sum of exactly the P that weighted V.
+template <class Cfg, bool kAccumulate, int kRegs>
+__device__ __forceinline__ void issue_pv(float (&acc)[kRegs], const PFragments<Cfg>& pf, uint32_t v_addr) {
 #pragma unroll
   for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
     const uint64_t dv = ptx::make_desc_kmajor_sw64(v_addr + (kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32);
@@ -126,28 +135,31 @@ __device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragment
 }
 
 // The P V product of one block and its merge into the running O, in the two ways Config allows:
-//   two-level: O_n into fresh registers, then O = O * alpha + O_n (FP32 FFMA): the wgmma's
-//              reduced-precision accumulation never spans more than one block of keys;
+//   two-level: O_n (and l_n, columns 128..135) into fresh registers, then O = O * alpha + O_n in
+//              FP32: the wgmma's reduced-precision accumulation never spans more than one block;
 //   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
-//              64 fewer live registers, accumulation precision of the tensor core across all keys.
+//              fewer live registers, so 192-key blocks fit; the tensor core's truncating
+//              accumulation spans all keys. l is summed in FP32 by the softmax (keeping l in
+//              that accumulator biased it: LSE off by 0.15 at 8k keys, measured).
 template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
-  float o[kAccRegs];
-  float o_blk[kTwoLevel ? kAccRegs : 1];
+  static constexpr int kRegs = kTwoLevel ? 68 : 64;  // two-level: [64,65] l of row r0, [66,67] r0+8
+  float o[kRegs];
+  float o_blk[kTwoLevel ? kRegs : 1];
 
   __device__ __forceinline__ void zero() {
 #pragma unroll
-    for (int i = 0; i < kAccRegs; ++i) o[i] = 0.f;
+    for (int i = 0; i < kRegs; ++i) o[i] = 0.f;
   }
-  // Before the wgmma fence: one-level rescales O here (O is not an operand of the QK^T in flight).
-  // Skipped when no row of the warp raised its max (alpha == 1): after the first blocks the max
+  // Before the wgmma fence (O is not an operand of the QK^T in flight). One-level rescales O here,
+  // skipped when no row of the warp raised its max (alpha == 1): after the first blocks the max
   // rarely moves, since blocks are visited last to first and the sink block comes last.
   __device__ __forceinline__ void before_issue(const float (&alpha)[2]) {
     if constexpr (!kTwoLevel) {
       if (__any_sync(0xffffffff, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-        for (int i = 0; i < kAccRegs; ++i) o[i] *= alpha[(i >> 1) & 1];
+        for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
       }
     }
   }
@@ -159,13 +171,13 @@ struct PVAccumulator {
   __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
     if constexpr (kTwoLevel) {
 #pragma unroll
-      for (int i = 0; i < kAccRegs; ++i) {
+      for (int i = 0; i < kRegs; ++i) {
         ptx::fence_operand(o_blk[i]);
         o[i] = fmaf(o[i], alpha[(i >> 1) & 1], o_blk[i]);
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < kAccRegs; ++i) ptx::fence_operand(o[i]);
+      for (int i = 0; i < kRegs; ++i) ptx::fence_operand(o[i]);
     }
   }
 };
@@ -194,9 +206,11 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
 // Epilogue: BF16 O and FP32 LSE from registers.
 template <class Cfg>
 __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
-                                         float (&o)[kAccRegs], OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>& sm) {
+                                         const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm) {
+  const float (&o)[PVAccumulator<Cfg>::kRegs] = acc.o;
   float inv_l[2];
-  sm.finalize(o[64], o[66], inv_l);
+  if constexpr (Cfg::kTwoLevel) sm.finalize_from(o[64], o[66], inv_l);
+  else sm.finalize(inv_l);
   const int kv_head = tile.head / p.q_per_kv;
   const int q4 = threadIdx.x % 4;
   float vd[32], ob[32];
@@ -249,7 +263,11 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 
   if (wg == 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);  // warpgroup 0 issues first
 
-  PipelineState<Cfg::kStages> kpipe, vpipe;
+  // K and V rings advance in step: every K block consumed is later followed by its V block.
+  // it_k counts K blocks consumed, it_v V blocks; it_v is it_k - 1 inside a tile's loop and
+  // it_k at tile boundaries, so one register holds both.
+  uint32_t it_k = 0;
+  using KV = KVCounter<Cfg::kStages>;
   PipelineState<2> sched;
   uint32_t q_phase = 0;
   for (;;) {
@@ -261,13 +279,12 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     const Tile tile = TileScheduler::at(p, t);
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
     const int row0 = tile.m_block * Cfg::kBlockM + row_in_tile;
-    using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>;
-    Softmax softmax;
+    Softmax<Cfg> softmax;
     softmax.init();
     PVAccumulator<Cfg> acc;
     acc.zero();
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
-      epilogue<Cfg>(p, tile, row0, acc.o, softmax);
+      epilogue<Cfg>(p, tile, row0, acc, softmax);
       continue;
     }
 
@@ -297,48 +314,47 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       scale[1] = q_scale[1] * kd;
     };
 
-    float s[Softmax::kRegs], alpha[2], alpha_next[2], scale[2];
+    float s[Softmax<Cfg>::kRegs], alpha[2], alpha_next[2], scale[2];
     PFragments<Cfg> pf;
 
     ptx::mbar_wait(&sm.q_full, q_phase);
 
     // Prologue: S of the last block, its softmax.
     int n = kr.n_hi - 1;
-    ptx::mbar_wait(&sm.k_full[kpipe.stage], kpipe.phase);
+    ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     ptx::wgmma_fence();
-    issue_qk(s, q_addr, ptx::smem_addr(sm.k[kpipe.stage]));
+    issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
     ptx::wgmma_wait<0>();
     fence_regs(s);
-    release(&sm.k_empty[kpipe.stage]);
-    kpipe.advance();
+    release(&sm.k_empty[KV::stage_of(it_k)]);
+    ++it_k;
     block_scale(n, scale);
     if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
     else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
-    Softmax::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
+    Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
 
     // Steady state: QK^T of block n with PV of block n+1.
     for (--n; n >= kr.n_lo; --n) {
-      ptx::mbar_wait(&sm.k_full[kpipe.stage], kpipe.phase);
+      ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
       ptx::named_barrier_sync(my_turn, kThreadsPingPong);
       fence_regs(pf.hi);
       if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
       ptx::wgmma_fence();
-      issue_qk(s, q_addr, ptx::smem_addr(sm.k[kpipe.stage]));
+      issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
       ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.v_full[vpipe.stage], vpipe.phase);
+      ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
       acc.before_issue(alpha);
       ptx::wgmma_fence();
-      acc.issue(pf, ptx::smem_addr(sm.v[vpipe.stage]));
+      acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
       ptx::wgmma_commit();
       ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
 
       ptx::wgmma_wait<1>();  // S ready, PV still running
       fence_regs(s);
-      release(&sm.k_empty[kpipe.stage]);
-      kpipe.advance();
+      release(&sm.k_empty[KV::stage_of(it_k)]);
       block_scale(n, scale);
       if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
       else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
@@ -346,10 +362,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       ptx::wgmma_wait<0>();  // O_{n+1} ready
       fence_regs(pf.hi);
       if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
-      release(&sm.v_empty[vpipe.stage]);
-      vpipe.advance();
+      release(&sm.v_empty[KV::stage_of(it_k - 1)]);
+      ++it_k;
       acc.after_wait(alpha);
-      Softmax::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);  // only now: the PV that read pf has completed
+      Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
     }
@@ -357,21 +373,20 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     release(&sm.q_empty);
 
     // Drain: PV of the first block.
-    ptx::mbar_wait(&sm.v_full[vpipe.stage], vpipe.phase);
+    ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     fence_regs(pf.hi);
       if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
     acc.before_issue(alpha);
     ptx::wgmma_fence();
-    acc.issue(pf, ptx::smem_addr(sm.v[vpipe.stage]));
+    acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
     ptx::wgmma_wait<0>();
-    release(&sm.v_empty[vpipe.stage]);
-    vpipe.advance();
+    release(&sm.v_empty[KV::stage_of(it_k - 1)]);
     acc.after_wait(alpha);
 
-    epilogue<Cfg>(p, tile, row0, acc.o, softmax);
+    epilogue<Cfg>(p, tile, row0, acc, softmax);
     q_phase ^= 1;
   }
 }

@@ -10,7 +10,8 @@
 //   p     = exp2(S * scale - (m' - 8))                      P in [0, 256]: E4M3 keeps small p
 //   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
 //           match, so no register shuffles are needed)
-//   l'    = l * exp2(m - m') + rowsum(P8)   computed by the tensor core with O (ones columns)
+//   l'    = l * exp2(m - m') + rowsum(p)    one-level: FP32 p, summed here;
+//                                           two-level: rowsum(P8) from the PV wgmma (ones columns)
 #pragma once
 #include <cmath>
 
@@ -20,11 +21,13 @@ namespace fp8attn::attn {
 
 constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
 
-template <int kBlockN, int kPolyExpEvery = 0>
+template <int kBlockN, int kPolyExpEvery, bool kSumP>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   float row_max[2];  // m, log2 units; -inf until a visible key is seen
-  float row_sum[2];  // l = sum of the E4M3 P of the row (from the PV accumulator), after finalize
+  // l: with kSumP this thread's partial FP32 sum of p (the quad reduces it in finalize); without,
+  // the sum of the E4M3 P from the PV accumulator, set by finalize_from.
+  float row_sum[2];
 
   __device__ __forceinline__ void init() {
     row_max[0] = row_max[1] = -INFINITY;
@@ -68,12 +71,18 @@ struct OnlineSoftmax {
       row_max[r] = m_new;
       neg_bias[r] = kPOffsetLog2 - m_use;
     }
+    float sum[2] = {0.f, 0.f};
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
       const int r = (i >> 1) & 1;
       const float x = fmaf(s[i], scale[r], neg_bias[r]);
       const bool poly = kPolyExpEvery > 0 && (i / 4) % kPolyExpEvery == kPolyExpEvery - 1;
       s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
+      if constexpr (kSumP) sum[r] += s[i];
+    }
+    if constexpr (kSumP) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * o_rescale[r] + sum[r];
     }
   }
 
@@ -104,9 +113,18 @@ struct OnlineSoftmax {
     }
   }
 
-  // End of the tile: l of rows r0 and r0 + 8, read from the accumulator's ones columns (already
-  // the full row sum: the wgmma reduced over all keys). Returns 1/l (0 for a row that saw no key).
-  __device__ __forceinline__ void finalize(float l0, float l1, float (&inv_l)[2]) {
+  // End of the tile (kSumP): reduces l over the quad. Returns 1/l (0 for a row that saw no key).
+  __device__ __forceinline__ void finalize(float (&inv_l)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_sum[r] += __shfl_xor_sync(0xffffffff, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffff, row_sum[r], 2);
+      inv_l[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+    }
+  }
+  // End of the tile (!kSumP): l of rows r0 and r0 + 8 from the accumulator's ones columns (the
+  // wgmma already reduced over every key).
+  __device__ __forceinline__ void finalize_from(float l0, float l1, float (&inv_l)[2]) {
     row_sum[0] = l0;
     row_sum[1] = l1;
 #pragma unroll
