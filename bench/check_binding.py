@@ -4,7 +4,7 @@ scripts/gpu_session.sh runs it and counts each check as one test.
 
   1. the ctypes struct matches the library's (fp8attn.load checks it)
   2. the custom op gives bit-identical results to the direct call
-  3. torch.library.opcheck on the custom op (schema, fake tensor, autograd registration; the
+  3. torch.library.opcheck on the custom op (fake tensor, autograd registration; the
      torch.compile path is check 4)
   4. torch.compile(fullgraph=True, backend="aot_eager") traces it through register_fake
   5. the kernel-only error on a small problem is that of FP8 P (rel RMSE < 0.1)
@@ -66,8 +66,10 @@ def main() -> int:
         torch.library.opcheck(torch.ops.fp8attn.attention_fwd.default,
                               (qz.q8, qz.k8, qz.vt8, qz.q_descale, qz.k_descale, qz.v_descale,
                                None, None, scale, True, 0),
-                              test_utils=("test_schema", "test_autograd_registration",
-                                          "test_faketensor"))
+                              # test_schema is left out: it re-runs the op on inputs it
+                              # perturbs with mul, which torch does not implement for
+                              # float8_e4m3fn (NotImplementedError, seen on the H200).
+                              test_utils=("test_autograd_registration", "test_faketensor"))
     check("torch_library_opcheck", opcheck)
 
     def compiled():

@@ -47,7 +47,11 @@ def gtest_stage(name: str, xml_path: Path, rc: int) -> dict:
 
 def sanitizer_stage(name: str, log_path: Path, rc: int) -> dict:
     text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    # memcheck ends with "ERROR SUMMARY: N errors"; racecheck with
+    # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
     m = re.search(r"ERROR SUMMARY: (\d+) error", text)
+    if not m:
+        m = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", text)
     errors = int(m.group(1)) if m else None
     # The test under the sanitizer must have run and passed: a filter that matched nothing (or a
     # skip) would give a clean summary while checking nothing.

@@ -26,7 +26,7 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
   nm.p_format = Format::E4M3;
   nm.p_hilo = hilo;
   nm.p_offset_log2 = 8.0f;
-  nm.l_from_rounded_p = hilo;
+  nm.l_from_rounded_p = false;
   nm.acc_qk = acc;
   nm.acc_pv = acc;
   nm.two_level = hilo;

@@ -56,7 +56,7 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
 // The kernel's numerics as FlashNumerics (for schemes that reuse them), following the kernel's
 // default dispatch (src/api.cu): E4M3 P -> one-level accumulation, l from the FP32 p, 192-key
 // blocks (128 with per-block K descales); hi+lo P -> two-level accumulation over 128-key blocks,
-// l = the row sum of the rounded P (the tensor core's ones columns).
+// l from the FP32 p as well.
 FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
                               Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true);
 

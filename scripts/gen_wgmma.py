@@ -6,8 +6,8 @@ invites typos, so this script writes them. Run: python3 scripts/gen_wgmma.py
 """
 import pathlib
 
-SS_N = (128, 192)  # QK^T: N = keys per block
-RS_N = (128, 136)  # PV: N = head dim, + 8 columns of ones (the row sums of P) for two-level
+SS_N = (128, 192, 224)  # QK^T: N = keys per block
+RS_N = (128,)  # PV: N = head dim
 
 
 def operands(nreg, first=0):

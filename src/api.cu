@@ -155,9 +155,9 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
 //   FP8ATTN_ACCUMULATION=two-level|one-level: default two-level for P hi+lo (its precision is
 //     otherwise lost to the wgmma's accumulation across all keys), one-level for E4M3 P (whose
 //     rounding dominates; one-level allows 192-key blocks and runs ~12% faster)
-//   FP8ATTN_BLOCK_N=128 forces 128-key blocks with one-level accumulation (default 192)
+//   FP8ATTN_BLOCK_N=128|224: key block of the one-level E4M3 kernel (default 192)
 //   FP8ATTN_PERSISTENT=0|1: persistent CTAs with a dynamic tile counter (default 1)
-//   FP8ATTN_POLY_EXP_EVERY=4|8: every 4th/8th group of 8 keys takes exp2 from a polynomial on the
+//   FP8ATTN_POLY_EXP_EVERY=4: every 4th group of 8 keys takes exp2 from a polynomial on the
 //     FMA pipe instead of MUFU (default 0: none; measured no gain, kept for study)
 struct KnobSettings {
   int two_level = -1;  // -1: follow the P precision
@@ -169,7 +169,10 @@ const KnobSettings& knob_settings() {
   static const KnobSettings k = [] {
     KnobSettings s;
     if (const char* e = std::getenv("FP8ATTN_ACCUMULATION")) s.two_level = std::string(e) != "one-level";
-    if (const char* e = std::getenv("FP8ATTN_BLOCK_N")) s.block_n = std::atoi(e) == 128 ? 128 : 192;
+    if (const char* e = std::getenv("FP8ATTN_BLOCK_N")) {
+      const int n = std::atoi(e);
+      s.block_n = (n == 128 || n == 224) ? n : 192;
+    }
     if (const char* e = std::getenv("FP8ATTN_PERSISTENT")) s.persistent = e[0] == '1';
     if (const char* e = std::getenv("FP8ATTN_POLY_EXP_EVERY")) s.poly_exp_every = std::atoi(e);
     return s;
@@ -345,8 +348,8 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
     return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
   }
   if (block128) return launch<Config<P, false, 128, 3>>(*params, num_sms, st);
+  if (knobs.block_n == 224) return launch<Config<P, false, 224, 2>>(*params, num_sms, st);
   if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, num_sms, st);
-  if (poly == 8) return launch<Config<P, false, 192, 2, 8>>(*params, num_sms, st);
   return launch<Config<P, false, 192, 2>>(*params, num_sms, st);
 }
 

@@ -24,7 +24,8 @@ struct Config {
   // of two-level accumulation (64) and P (16) fit in 240 registers, and a block is one
   // FP8ATTN_K_SCALE_BLOCK, so a per-block K descale is one scalar per block. 192: only with
   // one-level accumulation (S 96 + O 64 + P 24) and one K descale per head; per-block costs
-  // (row-max shuffles, barrier handshakes, O rescale) spread over 1.5x more keys.
+  // (row-max shuffles, barrier handshakes, O rescale) spread over 1.5x more keys. 224 (FA3's
+  // FP8 choice): S 112 + O 64 + P 28.
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;  // K/V pipeline depth
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
@@ -33,21 +34,20 @@ struct Config {
   static constexpr int kConsumerRegs = 240;
   static constexpr int kTileBytesQ = kBlockM * kHeadDim;  // E4M3: one byte per element
   static constexpr int kTileBytesK = kBlockN * kHeadDim;
-  static constexpr int kTileBytesV = kHeadDim * kBlockN;
   // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
   // must not exceed its swizzle span), each atom [128 channels][64 keys].
-  // Each atom is followed by 8 rows of E4M3 ones, so that the m64n136 PV wgmma also yields the
-  // row sums of P (columns 128..135).
+  // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
+  // must not exceed its swizzle span), each atom [128 channels][64 keys]. A 224-key block takes 4
+  // atoms, the last half of which belongs to the next block (loaded twice, never read here).
   static constexpr int kVAtomKeys = 64;
-  static constexpr int kVAtoms = kBlockN / kVAtomKeys;
-  static constexpr int kVAtomTmaBytes = kHeadDim * kVAtomKeys;  // what TMA writes
-  static constexpr int kVOnesBytes = 8 * kVAtomKeys;
-  static constexpr int kVAtomBytes = kVAtomTmaBytes + kVOnesBytes;  // 17 x 512: keeps the swizzle
+  static constexpr int kVAtoms = (kBlockN + kVAtomKeys - 1) / kVAtomKeys;
+  static constexpr int kVAtomBytes = kHeadDim * kVAtomKeys;
   static constexpr int kVTileSmemBytes = kVAtoms * kVAtomBytes;
+  static constexpr int kTileBytesV = kVTileSmemBytes;  // TMA bytes per V tile
   static_assert(kHeadDim == 128, "one 128-byte swizzle atom per row: d = 128 E4M3 values");
-  static_assert(kBlockN % kVAtomKeys == 0, "V^T tiles are whole 64-key atoms");
-  static_assert(kBlockN == 128 || (kBlockN == 192 && !kTwoLevel),
-                "192-key blocks fit in registers only with one-level accumulation");
+  static_assert(kBlockN % 32 == 0, "PV consumes keys 32 at a time");
+  static_assert(kBlockN == 128 || ((kBlockN == 192 || kBlockN == 224) && !kTwoLevel),
+                "192/224-key blocks fit in registers only with one-level accumulation");
 };
 
 // Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.

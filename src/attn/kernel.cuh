@@ -25,9 +25,8 @@
 
 namespace fp8attn::attn {
 
-// The softmax of a Config: the row sum in FP32 unless two-level takes it from the tensor core.
 template <class Cfg>
-using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery, !Cfg::kTwoLevel>;
+using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>;
 
 // Position in a ring of kStages buffers and the parity of the barrier phase to wait for.
 // Ring position of the it-th block through a kStages-deep ring, and the parity of its phase.
@@ -82,7 +81,7 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
       ptx::mbar_wait(&sm.v_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.v_full[kv.stage], Cfg::kTileBytesV);
 #pragma unroll
-      for (int a = 0; a < Cfg::kBlockN / Cfg::kVAtomKeys; ++a)
+      for (int a = 0; a < Cfg::kVAtoms; ++a)
         ptx::tma_load_4d(sm.v[kv.stage] + a * Cfg::kVAtomBytes, &p.tma_vt, &sm.v_full[kv.stage],
                          n * Cfg::kBlockN + a * Cfg::kVAtomKeys, 0, kv_head, tile.batch);
       kv.advance();
@@ -117,11 +116,8 @@ __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uin
 // acc (+)= P V_n: kBlockN/32 k-steps of 32 keys, two per 64-key V^T atom. kAccumulate = false
 // starts a fresh accumulator (two-level accumulation).
 // With P hi+lo, each k-step issues the lo term too, into the same accumulator.
-// Two-level accumulation uses m64n136: columns 0..127 are O, columns 128..135 the row sums of the
-// E4M3 P of the block (8 rows of ones are stored under every V^T atom), so l comes from the tensor
-// core instead of one FADD per score, and it is the sum of exactly the P that weighted V.
-template <class Cfg, bool kAccumulate, int kRegs>
-__device__ __forceinline__ void issue_pv(float (&acc)[kRegs], const PFragments<Cfg>& pf, uint32_t v_addr) {
+template <class Cfg, bool kAccumulate>
+__device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
 #pragma unroll
   for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
     const uint64_t dv = ptx::make_desc_kmajor_sw64(v_addr + (kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32);
@@ -135,16 +131,17 @@ __device__ __forceinline__ void issue_pv(float (&acc)[kRegs], const PFragments<C
 }
 
 // The P V product of one block and its merge into the running O, in the two ways Config allows:
-//   two-level: O_n (and l_n, columns 128..135) into fresh registers, then O = O * alpha + O_n in
-//              FP32: the wgmma's reduced-precision accumulation never spans more than one block;
+//   two-level: O_n into fresh registers, then O = O * alpha + O_n in FP32: the wgmma's
+//              reduced-precision accumulation never spans more than one block;
 //   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
-//              fewer live registers, so 192-key blocks fit; the tensor core's truncating
-//              accumulation spans all keys. l is summed in FP32 by the softmax (keeping l in
-//              that accumulator biased it: LSE off by 0.15 at 8k keys, measured).
+//              fewer live registers, so 192/224-key blocks fit; the tensor core's truncating
+//              accumulation spans all keys.
+// l is summed in FP32 by the softmax in both (docs/perf-log.md, v3: l from the tensor core was
+// 9% faster but biased across blocks, or serialized the wgmmas when flushed per block).
 template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
-  static constexpr int kRegs = kTwoLevel ? 68 : 64;  // two-level: [64,65] l of row r0, [66,67] r0+8
+  static constexpr int kRegs = 64;
   float o[kRegs];
   float o_blk[kTwoLevel ? kRegs : 1];
 
@@ -209,8 +206,7 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
                                          const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm) {
   const float (&o)[PVAccumulator<Cfg>::kRegs] = acc.o;
   float inv_l[2];
-  if constexpr (Cfg::kTwoLevel) sm.finalize_from(o[64], o[66], inv_l);
-  else sm.finalize(inv_l);
+  sm.finalize(inv_l);
   const int kv_head = tile.head / p.q_per_kv;
   const int q4 = threadIdx.x % 4;
   float vd[32], ob[32];
@@ -419,14 +415,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     }
     ptx::mbar_fence_init();
   }
-  // The 8 rows of ones under every V^T atom (rows 128..135): written once, never overwritten by
-  // TMA, read by the async proxy (wgmma), hence the proxy fence.
-  for (int i = threadIdx.x; i < Cfg::kStages * Cfg::kVAtoms * Cfg::kVOnesBytes / 4; i += Cfg::kThreads) {
-    const int atom = i / (Cfg::kVOnesBytes / 4), word = i % (Cfg::kVOnesBytes / 4);
-    reinterpret_cast<uint32_t*>(&sm.v[0][0] + atom * Cfg::kVAtomBytes + Cfg::kVAtomTmaBytes)[word] =
-        0x38383838u;  // E4M3 1.0
-  }
-  ptx::fence_proxy_async_shared();
   __syncthreads();
 
   if (warpgroup == 0) {

@@ -10,8 +10,7 @@
 //   p     = exp2(S * scale - (m' - 8))                      P in [0, 256]: E4M3 keeps small p
 //   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
 //           match, so no register shuffles are needed)
-//   l'    = l * exp2(m - m') + rowsum(p)    one-level: FP32 p, summed here;
-//                                           two-level: rowsum(P8) from the PV wgmma (ones columns)
+//   l'    = l * exp2(m - m') + rowsum(p)    FP32 p, before rounding
 #pragma once
 #include <cmath>
 
@@ -21,13 +20,11 @@ namespace fp8attn::attn {
 
 constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
 
-template <int kBlockN, int kPolyExpEvery, bool kSumP>
+template <int kBlockN, int kPolyExpEvery>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   float row_max[2];  // m, log2 units; -inf until a visible key is seen
-  // l: with kSumP this thread's partial FP32 sum of p (the quad reduces it in finalize); without,
-  // the sum of the E4M3 P from the PV accumulator, set by finalize_from.
-  float row_sum[2];
+  float row_sum[2];  // l, this thread's partial FP32 sum of p (the quad reduces it in finalize)
 
   __device__ __forceinline__ void init() {
     row_max[0] = row_max[1] = -INFINITY;
@@ -78,12 +75,10 @@ struct OnlineSoftmax {
       const float x = fmaf(s[i], scale[r], neg_bias[r]);
       const bool poly = kPolyExpEvery > 0 && (i / 4) % kPolyExpEvery == kPolyExpEvery - 1;
       s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
-      if constexpr (kSumP) sum[r] += s[i];
+      sum[r] += s[i];
     }
-    if constexpr (kSumP) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * o_rescale[r] + sum[r];
-    }
+    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * o_rescale[r] + sum[r];
   }
 
   // p (FP32, accumulator layout) -> E4M3 A-fragments of the PV wgmma. k-step j consumes keys
@@ -113,7 +108,7 @@ struct OnlineSoftmax {
     }
   }
 
-  // End of the tile (kSumP): reduces l over the quad. Returns 1/l (0 for a row that saw no key).
+  // End of the tile: reduces l over the quad. Returns 1/l (0 for a row that saw no key).
   __device__ __forceinline__ void finalize(float (&inv_l)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -122,15 +117,6 @@ struct OnlineSoftmax {
       inv_l[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
     }
   }
-  // End of the tile (!kSumP): l of rows r0 and r0 + 8 from the accumulator's ones columns (the
-  // wgmma already reduced over every key).
-  __device__ __forceinline__ void finalize_from(float l0, float l1, float (&inv_l)[2]) {
-    row_sum[0] = l0;
-    row_sum[1] = l1;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) inv_l[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
-  }
-
   // Natural-log LSE of row r (after finalize): ln(sum_j exp(score_j)).
   __device__ __forceinline__ float lse(int r) const {
     if (!(row_sum[r] > 0.f)) return -INFINITY;

@@ -189,14 +189,34 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
   cfg.softmax_scale = scale;
   const fm::ExactF64 kref = fm::attention_exact_f64(ops.q, ops.k, ops.v, cfg);
   const double kernel_err = rel_rmse(e2e_o1, kref.o, &hk.v_mean, t.h, t.h_kv);
-  double kernel_lse_err = 0;
-  for (size_t i = 0; i < nl; ++i) {
-    kernel_lse_err = std::max(kernel_lse_err, std::fabs(e2e_lse1[i] - (kref.lse[i] + hq.lse_bias[i])));
+  // LSE against the same inputs: |dLSE| <= max_j |d score_j|. Hopper's FP8 wgmma keeps ~13
+  // mantissa bits while it accumulates Q K^T, so a score can be off by 2^-12 of the row's largest
+  // sum of |products| (times the softmax scale); plus 1e-5 for exp2.approx and the FP32 sums.
+  double kernel_lse_err = 0, worst_lse_ratio = 0;
+  for (int b = 0; b < t.b; ++b) {
+    for (int h = 0; h < t.h; ++h) {
+      const int hk2 = h / (t.h / t.h_kv);
+      for (int i = 0; i < t.sq; ++i) {
+        const size_t li = (size_t(b) * t.h + h) * t.sq + i;
+        const int kend = t.causal ? std::min(t.sk, i + t.sk - t.sq + 1) : t.sk;
+        if (kend <= 0) continue;
+        double abs_max = 0;
+        for (int j = 0; j < kend; ++j) {
+          double a = 0;
+          for (int c = 0; c < kD; ++c) a += std::fabs(double(ops.q(b, i, h, c)) * ops.k(b, j, hk2, c));
+          abs_max = std::max(abs_max, a);
+        }
+        const double bound = 1e-5 + std::ldexp(1.0, -12) * scale * abs_max;
+        const double err = std::fabs(e2e_lse1[li] - (kref.lse[li] + hq.lse_bias[li]));
+        kernel_lse_err = std::max(kernel_lse_err, err);
+        worst_lse_ratio = std::max(worst_lse_ratio, err / bound);
+      }
+    }
   }
-  std::printf("[ info ] kernel-only: O rel RMSE %.3e, LSE max abs %.3e\n", kernel_err,
-              kernel_lse_err);
+  std::printf("[ info ] kernel-only: O rel RMSE %.3e, LSE max abs %.3e (worst row at %.2f of its bound)\n",
+              kernel_err, kernel_lse_err, worst_lse_ratio);
   EXPECT_LE(kernel_err, 5e-2);
-  EXPECT_LE(kernel_lse_err, 1e-3);
+  EXPECT_LE(worst_lse_ratio, 1.0);
 
   // 3. End-to-end reference on the BF16 data.
   const fm::ExactF64 ref = fm::attention_exact_f64(bf16_tensor(q1, t.b, t.sq, t.h),
