@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The cost side of the study: kernel TFLOP/s of each P-precision / accumulation option at the
+seed shape (b=2, s=8192, h=32, d=128) as measured on the H200 by the kernel probe sessions
+(results/probe/*.log, written by tools/kernel_probe/session.sh), each as a ratio to PyTorch SDPA
+cuDNN BF16 timed in the same run (absolute TFLOP/s drift between runs). Writes
+results/numerics-costs.json.
+
+Figures that are not in a results file of this repository (FA3 FP8, SageAttention2 and the speed
+target) are quoted from issue 4's text and marked source = "issue 4"; the pre-pass time has no
+measurement yet (bench/bench_prepass.py on the H200 writes it) and is null.
+
+usage: tools/study/costs.py [--out results/numerics-costs.json]
+"""
+import argparse
+import datetime
+import json
+import pathlib
+import platform
+import re
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LINE = re.compile(r"^\[(?P<env>[^\]]*)\] probe b=2 sq=8192 sk=8192 h=32 hkv=32 causal=(?P<causal>[01]) p=(?P<p>[01]) .*?"
+                  r"median (?P<ms>[\d.]+) ms (?P<tf>[\d.]+) TFLOP/s")
+SDPA = re.compile(r"^sdpa_cudnn_bf16 b=2 s=8192 h=32 causal=(?P<causal>[01]) \| median [\d.]+ ms (?P<tf>[\d.]+) TFLOP/s")
+
+# option -> (log file, required env tokens, forbidden env tokens, p)
+OPTIONS = {
+    "e4m3-1level-192": ("2026-11-29-h200-ecb5fba-probe3.log", {"FP8ATTN_ACCUMULATION=one-level", "FP8ATTN_PERSISTENT=1"},
+                        {"FP8ATTN_POLY_EXP_EVERY"}, 0,
+                        "E4M3 P, one-level, 192-key blocks (K descale per head), persistent: the shipped default dispatch"),
+    "e4m3-1level-128": ("2026-11-29-h200-edc3340b05da-dirty-probe2.log", {"FP8ATTN_ACCUMULATION=one-level", "FP8ATTN_BLOCK_N=128", "persistent"},
+                        set(), 0,
+                        "E4M3 P, one-level, 128-key blocks: what the kernel runs with per-128-key K descales (the pre-pass's)"),
+    "e4m3-2level-128": ("2026-11-29-h200-ecb5fba-probe3.log", {"FP8ATTN_ACCUMULATION=two-level", "FP8ATTN_PERSISTENT=1"}, set(), 0,
+                        "E4M3 P, two-level, 128-key blocks, persistent (poly exp2 1/4 on)"),
+    "hilo-2level-128": ("2026-11-29-h200-ecb5fba-probe3.log", {"FP8ATTN_ACCUMULATION=two-level", "FP8ATTN_PERSISTENT=1"}, set(), 1,
+                        "E4M3 hi+lo P, two-level, 128-key blocks, persistent (poly exp2 1/4 on): the hi+lo default"),
+    "hilo-1level": ("2026-11-29-h200-ecb5fba-probe3.log", {"FP8ATTN_ACCUMULATION=one-level", "FP8ATTN_PERSISTENT=1"}, set(), 1,
+                    "E4M3 hi+lo P, one-level, persistent (poly exp2 1/4 on)"),
+}
+ISSUE4 = {  # quoted from issue 4 (TFLOP/s beside cuDNN BF16 604 / 548 on the same H200)
+    "fa3-fp8": {"noncausal": 875, "causal": 848},
+    "sage2": {"noncausal": 825, "causal": 752},
+    "cudnn_bf16": {"noncausal": 604, "causal": 548},
+    "target_ratio": {"noncausal": 1.38, "causal": 1.47},
+}
+
+
+def parse(path):
+    runs, sdpa = [], {}
+    for line in path.read_text().splitlines():
+        m = LINE.match(line)
+        if m:
+            runs.append({"env": set(m["env"].replace(" p=0", "").replace(" p=1", "").split()), "causal": m["causal"] == "1",
+                         "p": int(m["p"]), "tflops": float(m["tf"]), "line": line[:160]})
+        m = SDPA.match(line)
+        if m:
+            sdpa[m["causal"] == "1"] = float(m["tf"])
+    return runs, sdpa
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=pathlib.Path, default=ROOT / "results/numerics-costs.json")
+    args = ap.parse_args()
+    options = {}
+    for name, (log, need, forbid, p, desc) in OPTIONS.items():
+        runs, sdpa = parse(ROOT / "results/probe" / log)
+        entry = {"description": desc, "source": f"results/probe/{log}"}
+        for causal in (False, True):
+            key = "causal" if causal else "noncausal"
+            hits = [r for r in runs if r["causal"] == causal and r["p"] == p and need <= r["env"]
+                    and not any(t.split("=")[0] in {f.split("=")[0] for f in forbid} for t in r["env"])
+                    and {t.split("=")[0] for t in r["env"]} <= {t.split("=")[0] for t in need} | {"FP8ATTN_POLY_EXP_EVERY", "persistent"}]
+            if len(hits) != 1:
+                raise SystemExit(f"{name} {key}: {len(hits)} matching lines in {log}")
+            entry[key] = {"tflops": hits[0]["tflops"], "sdpa_cudnn_bf16_tflops": sdpa[causal],
+                          "ratio_to_cudnn": round(hits[0]["tflops"] / sdpa[causal], 3), "line": hits[0]["line"]}
+        options[name] = entry
+    for name in ("fa3-fp8", "sage2"):
+        options[name] = {"description": f"{name} as measured by the team on this H200", "source": "issue 4",
+                         **{k: {"tflops": ISSUE4[name][k], "sdpa_cudnn_bf16_tflops": ISSUE4["cudnn_bf16"][k],
+                                "ratio_to_cudnn": round(ISSUE4[name][k] / ISSUE4["cudnn_bf16"][k], 3)}
+                            for k in ("noncausal", "causal")}}
+    options["cudnn-bf16"] = {"description": "SDPA cuDNN BF16 (the yardstick)", "source": "every probe log",
+                             "noncausal": {"ratio_to_cudnn": 1.0}, "causal": {"ratio_to_cudnn": 1.0}}
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+    out = {"command": "tools/study/costs.py", "commit": commit, "machine": platform.node() + " (parses H200 logs)",
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "shape": "b=2, s=8192, h=32, d=128", "target_ratio_to_cudnn": ISSUE4["target_ratio"],
+           "target_source": "issue 4: 95% of FA3 FP8",
+           "prepass": {"seconds": None, "note": "not measured yet: bench/bench_prepass.py on the H200 (GPU harness) writes it"},
+           "options": options}
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    for name, e in options.items():
+        print(f"{name:18s} non-causal {e['noncausal']['ratio_to_cudnn']:.3f}x  causal {e['causal']['ratio_to_cudnn']:.3f}x  ({e['source']})")
+
+
+if __name__ == "__main__":
+    main()
