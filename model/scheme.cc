@@ -114,8 +114,8 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
     };
     v.push_back({"fp8attn-kernel", [=] {
       return kernel("fp8attn-kernel", "our pre-pass (smooth K and V, Q per token, K per 128 keys, "
-                    "V per channel) + the kernel's numerics (P*2^8 E4M3, two-level)",
-                    FP8ATTN_P_E4M3, false);
+                    "V per channel) + the kernel's numerics as it dispatches them (kernel_numerics: "
+                    "P*2^8 E4M3, blocks last to first)", FP8ATTN_P_E4M3, false);
     }});
     v.push_back({"fp8attn-kernel-hilo", [=] {
       return kernel("fp8attn-kernel-hilo", "fp8attn-kernel with P as E4M3 hi+lo",

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <vector>
 
 #include "model/codecs.h"
 #include "model/evaluate.h"
@@ -113,11 +115,18 @@ TEST(FlashBF16, WithinTheoreticalBound) {
 
 namespace {
 
-// src/attn/softmax.cuh and the kernel's epilogue, transcribed literally: one row at a time, keys
-// in blocks of 128 from the last, four partial sums of l, sequential FP32 dot products.
+// src/attn/softmax.cuh and src/attn/kernel.cuh, transcribed literally, with the choices the
+// kernel's dispatch makes (block size, one- or two-level accumulation, which P l sums) taken from
+// kernel_numerics(), which the kernel's engineer keeps in step with src/api.cu: one row at a time,
+// blocks from the last, sequential FP32 dot products, l in the quad's four partial sums.
+// One-level: O *= alpha, then P V added into O; two-level: O = fma(O, alpha, P V).
 fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
   const int B = in.batch, sq = in.seqlen_q, sk = in.seqlen_k, H = in.heads, HK = in.heads_kv;
+  const fm::FlashNumerics nm = fm::kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block);
+  const bool hilo = nm.p_hilo;
   const int D = 128, group = H / HK, nkb = (sk + 127) / 128;
+  const int BN = nm.block_n;
+  if (in.k_descale_per_block && BN != 128) throw std::logic_error("per-block K descales need 128-key blocks");
   const float ssl2 = (in.softmax_scale > 0 ? in.softmax_scale : 1.0f / std::sqrt(128.0f)) *
                      1.4426950408889634f;
   fm::KernelMirrorOutputs out;
@@ -133,10 +142,11 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
         const int ke = fm::causal_key_end(i, sq, sk, in.causal);
         const float qs = ssl2 * in.q_descale[(static_cast<size_t>(b) * H + h) * sq + i];
         float m = -INFINITY, l[4] = {0, 0, 0, 0}, o[128] = {0};
-        for (int n = (ke + 127) / 128 - 1; n >= 0; --n) {
-          const float scale = qs * in.k_descale[(static_cast<size_t>(b) * HK + kh) * nkb + n];
-          const int j0 = 128 * n, j1 = std::min(j0 + 128, sk);
-          float s[128], p8[128];
+        for (int n = (ke + BN - 1) / BN - 1; n >= 0; --n) {
+          const float scale =
+              qs * in.k_descale[(static_cast<size_t>(b) * HK + kh) * nkb + (in.k_descale_per_block ? n : 0)];
+          const int j0 = BN * n, j1 = std::min(j0 + BN, sk);
+          std::vector<float> s(BN), p8(BN);
           float mx = -INFINITY;
           for (int j = j0; j < j1; ++j) {
             float acc = 0;
@@ -151,15 +161,21 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
           float bsum[4] = {0, 0, 0, 0};
           for (int j = j0; j < j1; ++j) {
             const float p = j < ke ? fm::flash_exp2(std::fma(s[j - j0], scale, nb)) : 0.0f;
-            bsum[((j - j0) % 8) / 2] += p;
             const float hi = fm::round_e4m3(p);
-            p8[j - j0] = in.p_precision == FP8ATTN_P_E4M3_HILO ? hi + fm::round_e4m3(p - hi) : hi;
+            p8[j - j0] = hilo ? hi + fm::round_e4m3(p - hi) : hi;
+            bsum[((j - j0) % 8) / 2] += nm.l_from_rounded_p ? p8[j - j0] : p;
           }
           for (int t = 0; t < 4; ++t) l[t] = std::fma(l[t], alpha, bsum[t]);
           for (int c = 0; c < D; ++c) {
-            float acc = 0;
-            for (int j = j0; j < j1; ++j) acc += p8[j - j0] * v(b, j, kh, c);
-            o[c] = std::fma(o[c], alpha, acc);
+            if (nm.two_level) {
+              float acc = 0;
+              for (int j = j0; j < j1; ++j) acc += p8[j - j0] * v(b, j, kh, c);
+              o[c] = std::fma(o[c], alpha, acc);
+            } else {
+              float acc = o[c] * alpha;
+              for (int j = j0; j < j1; ++j) acc += p8[j - j0] * v(b, j, kh, c);
+              o[c] = acc;
+            }
           }
           m = m_new;
         }
@@ -185,6 +201,7 @@ struct MirrorCase {
   bool causal;
   int p_precision;
   int code_range;  // |q|, |k|, |v| codes drawn from E4M3 values up to this magnitude
+  bool k_per_block = true;  // false: one K descale per (b, h_kv) -> the kernel's 192-key blocks
 };
 
 struct MirrorData {
@@ -196,10 +213,12 @@ struct MirrorData {
 MirrorData make_mirror_data(const MirrorCase& c, uint32_t seed) {
   MirrorData m;
   std::mt19937 rng(seed);
-  // Codes whose magnitude is at most code_range (random sign and value among those codes).
+  // Codes whose magnitude is at most code_range (random sign and value among those codes); for
+  // small ranges only the integer values, so that every sum of products is exact in FP32.
   std::vector<uint8_t> pool;
   for (int code = 0; code < 127; ++code) {
-    if (fm::e4m3_to_float(static_cast<uint8_t>(code)) <= c.code_range) pool.push_back(static_cast<uint8_t>(code));
+    const float x = fm::e4m3_to_float(static_cast<uint8_t>(code));
+    if (x <= c.code_range && (c.code_range > 16 || x == std::floor(x))) pool.push_back(static_cast<uint8_t>(code));
   }
   std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
   auto fill = [&](std::vector<uint8_t>& x, size_t n) {
@@ -228,6 +247,7 @@ MirrorData make_mirror_data(const MirrorCase& c, uint32_t seed) {
   in.lse_bias = m.lse_bias.data(), in.o_bias = m.o_bias.data();
   in.causal = c.causal;
   in.p_precision = c.p_precision;
+  in.k_descale_per_block = c.k_per_block;
   return m;
 }
 
@@ -235,7 +255,7 @@ MirrorData make_mirror_data(const MirrorCase& c, uint32_t seed) {
 
 class KernelMirror : public ::testing::TestWithParam<MirrorCase> {};
 
-// Small integer codes make every score exact in any summation order, so the mirror and the
+// Integer codes up to 4 make every score exact in any summation order, so the mirror and the
 // literal kernel see identical exp2 arguments and identical P; only the P V sums may differ in
 // their last FP32 bit (GEMM order). O agrees to 1e-6 relative, LSE to 1e-6, and nearly every BF16
 // output is bit-identical (a difference needs an FP32 value within 1 ulp of a BF16 midpoint).
@@ -267,7 +287,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MirrorCase{2, 130, 300, 4, 2, true, FP8ATTN_P_E4M3, 4},
                       MirrorCase{1, 300, 130, 2, 1, true, FP8ATTN_P_E4M3, 4},  // empty rows
                       MirrorCase{1, 257, 257, 1, 1, true, FP8ATTN_P_E4M3_HILO, 4},
-                      MirrorCase{1, 1, 1000, 2, 2, false, FP8ATTN_P_E4M3, 4}));
+                      MirrorCase{1, 1, 1000, 2, 2, false, FP8ATTN_P_E4M3, 4},
+                      MirrorCase{2, 130, 500, 4, 2, true, FP8ATTN_P_E4M3, 4, false},  // 192-key blocks
+                      MirrorCase{1, 500, 500, 2, 1, false, FP8ATTN_P_E4M3, 4, false}));
 
 // Full-range codes: scores are rounded in the GEMM's order, so an exp2 argument may differ in its
 // last bit and flip a P value across an E4M3 rounding midpoint (about 1 in 10^5 values). Bound the
