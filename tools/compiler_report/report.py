@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Compiler evidence for the attention kernels (issue 4, item 3), written to results/.
+
+Compiles src/api.cu for sm_90a with -Xptxas -v, disassembles it with cuobjdump, and reports per
+kernel instantiation: registers, stack frame and spills (ptxas), the number of QGMMA (FP8
+wgmma) instructions, and where the local-memory accesses (STL/LDL) are: before or after the
+producer's register release (USETMAXREG.DEALLOC), i.e. in the consumers or in the producer.
+
+cuobjdump is not in this machine's CUDA install; the one that ships inside PyPI's triton wheel
+is used (fetched with pip into .cache/, git-ignored) unless CUOBJDUMP names one.
+Usage: python3 tools/compiler_report/report.py [--out results/compiler-<commit>.txt]
+"""
+import argparse
+import datetime
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import zipfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TRITON = "triton==3.5.1"
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, capture_output=True, text=True, **kw)
+
+
+def cuobjdump() -> str:
+    if os.environ.get("CUOBJDUMP"):
+        return os.environ["CUOBJDUMP"]
+    cache = ROOT / ".cache" / "triton-bin"
+    exe = cache / "triton" / "backends" / "nvidia" / "bin" / "cuobjdump"
+    if not exe.exists():
+        wheels = ROOT / ".cache" / "wheels"
+        sh(f"{sys.executable} -m pip download -q --no-deps --only-binary=:all: -d {wheels} {TRITON}")
+        whl = next(wheels.glob("triton-*.whl"))
+        with zipfile.ZipFile(whl) as z:
+            for tool in ("cuobjdump", "nvdisasm"):  # cuobjdump -sass runs nvdisasm
+                z.extract(f"triton/backends/nvidia/bin/{tool}", cache)
+                (exe.parent / tool).chmod(0o755)
+    return str(exe)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    commit = sh(f"git -C {ROOT} rev-parse --short HEAD").stdout.strip()
+    out = pathlib.Path(args.out) if args.out else ROOT / "results" / f"compiler-{commit}.txt"
+    obj = ROOT / ".cache" / "api.o"
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    cmd = (f"nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr "
+           f"-Xptxas=-v -I{ROOT}/include -I{ROOT}/src -c {ROOT}/src/api.cu -o {obj}")
+    log = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    if log.returncode != 0:
+        sys.exit(log.stderr)
+    ptxas = {}
+    current = None
+    for line in log.stderr.splitlines():
+        m = re.search(r"Compiling entry function '(\S+)'", line)
+        if m:
+            current = m.group(1)
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and current:
+            ptxas.setdefault(current, {}).update(stack=int(m[1]), spill_st=int(m[2]), spill_ld=int(m[3]))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current:
+            ptxas.setdefault(current, {}).update(regs=int(m[1]))
+        if "C75" in line and current:
+            ptxas.setdefault(current, {}).setdefault("notes", []).append(line.strip())
+    # cuobjdump 12.8 exits 1 after dumping a CUDA 13 object (it still prints every function).
+    tool = cuobjdump()
+    env = dict(os.environ, PATH=f"{pathlib.Path(tool).parent}:{os.environ.get('PATH', '')}")
+    sass = subprocess.run(f"{tool} -sass {obj}", shell=True, capture_output=True, text=True, env=env).stdout
+    if "Function : " not in sass:
+        sys.exit("cuobjdump printed no SASS")
+    kernels = {}
+    for block in re.split(r"\n\s*Function : ", sass)[1:]:
+        name = block.split("\n", 1)[0].strip()
+        lines = block.splitlines()
+        dealloc = next((i for i, l in enumerate(lines) if "USETMAXREG.DEALLOC" in l), len(lines))
+        local = [i for i, l in enumerate(lines) if re.search(r"\b(STL|LDL)\b", l)]
+        kernels[name] = dict(qgmma=sum("QGMMA" in l for l in lines),
+                             hgmma=sum("HGMMA" in l for l in lines),
+                             local_consumer=sum(i < dealloc for i in local),
+                             local_producer=sum(i >= dealloc for i in local))
+
+    def short(n):
+        m = re.search(r"PPrecisionE(\d)ELb(\d)ELi(\d+)ELi(\d+)ELi(\d+)", n)
+        if not m:
+            return n
+        p, two, bn, st, poly = m.groups()
+        return (f"P={'e4m3' if p == '0' else 'e4m3_hilo'} accumulation={'two-level' if two == '1' else 'one-level'} "
+                f"block_n={bn} stages={st} poly_exp_every={poly}")
+
+    lines = [f"# compiler evidence for the attention kernels (tools/compiler_report/report.py)",
+             f"# command: python3 tools/compiler_report/report.py ; nvcc: {sh('nvcc --version').stdout.splitlines()[-1]}",
+             f"# commit: {commit} ; date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC ; machine: CPU build host (no GPU needed)",
+             "# columns: registers at launch (setmaxnreg then gives 24 to the producer, 240 to the consumers),",
+             "# stack/spill bytes from ptxas, QGMMA = FP8 wgmma instructions in the SASS, STL/LDL = local-memory",
+             "# instructions in the consumer (before USETMAXREG.DEALLOC in program order) and producer code.", ""]
+    for name in sorted(set(ptxas) | set(kernels)):
+        if "attention_fwd_kernel" not in name:
+            continue
+        p, k = ptxas.get(name, {}), kernels.get(name, {})
+        lines.append(f"{short(name)}: regs={p.get('regs')} stack={p.get('stack')}B spill_stores={p.get('spill_st')}B "
+                     f"spill_loads={p.get('spill_ld')}B QGMMA={k.get('qgmma')} HGMMA={k.get('hgmma')} "
+                     f"STL/LDL consumer={k.get('local_consumer')} producer={k.get('local_producer')}")
+        for note in p.get("notes", []):
+            lines.append(f"    ptxas: {note}")
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
