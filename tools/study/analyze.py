@@ -100,9 +100,18 @@ def main():
     for r in raw:
         r["label"] = label.get(r["scheme"], r["scheme"])
         r.update({"ds": dataset_name(r)})
-    idx = {}
+    # Records are keyed by spec: two labels may name one spec (an ablation row and a lift).
+    spec_of = {**{c: c for c in S.COMPONENTS}, **S.CANDIDATES, **S.LIFTS, **S.ABLATION}
+    by_spec = {}
     for r in raw:
-        idx[(r["ds"]["name"], r["causal"], r["label"], r["reference"])] = r
+        by_spec[(r["ds"]["name"], r["causal"], r["scheme"], r["reference"])] = r
+
+    class Index(dict):
+        def get(self, key, default=None):
+            ds, causal, lab, ref = key
+            return by_spec.get((ds, causal, spec_of.get(lab, lab), ref), default)
+
+    idx = Index()
 
     def get(ds, causal, lab, ref, key="rmse_ratio"):
         r = idx.get((ds, causal, lab, ref))
@@ -221,14 +230,16 @@ def main():
             row[f"{lab} kernel_only"] = x["rmse_ratio"] if x else None
         heads.append(row)
     heads.sort(key=lambda x: (x["model"], x["layer"], x["causal"], x["q_head"]))
+    # The per-head runs hold PER_HEAD's schemes: the default if it is one of them, else the shipped kernel.
+    hd = default if any(x.get(f"{default} e2e") is not None for x in heads) else "kernel"
     # Share of the layer's squared error (default scheme, end to end) each head carries.
     for key in {(x["model"], x["layer"], x["causal"]) for x in heads}:
         grp = [x for x in heads if (x["model"], x["layer"], x["causal"]) == key]
-        tot = sum((x[f"{default} e2e rmse"] or 0) ** 2 for x in grp) if f"{default} e2e rmse" in grp[0] else 0
+        tot = sum((x[f"{hd} e2e rmse"] or 0) ** 2 for x in grp)
         for x in grp:
-            v = x.get(f"{default} e2e rmse")
+            v = x.get(f"{hd} e2e rmse")
             x["share_of_layer_sq_error"] = (v ** 2 / tot) if (v is not None and tot > 0) else None
-    (RES / "numerics-heads.json").write_text(json.dumps({**meta, "default": default, "heads": heads}, indent=1) + "\n")
+    (RES / "numerics-heads.json").write_text(json.dumps({**meta, "default": default, "per_head_scheme": hd, "heads": heads}, indent=1) + "\n")
 
     # ---- tables ----
     T = []
@@ -318,13 +329,13 @@ def main():
                          f"{x['entropy_nats']:.2f}", f"{x['sink_mass']:.3f}", fmt(x["q_amax"]), fmt(x["k_bias_over_std"]),
                          fmt(x["v_amax"])]
                         + [fmt(x.get(f"{k} e2e")) for k in S.PER_HEAD if k != "bf16-flash"]
-                        + [fmt(x.get(f"{default} kernel_only")), fmt(100 * x["share_of_layer_sq_error"], 0) if x["share_of_layer_sq_error"] is not None else "-"])
+                        + [fmt(x.get(f"{hd} kernel_only")), fmt(100 * x["share_of_layer_sq_error"], 0) if x["share_of_layer_sq_error"] is not None else "-"])
         T.append("### Per query head (prefix2048): end-to-end RMSE ratio to bf16-flash on that head\n\nStatistics from "
                  "`data/captures.json` (mean entropy, mass on token 0, over all 8192 causal rows) and "
                  "`results/captures-channels-*.json` (Q amax of the head; its KV head's largest per-channel |mean| of K over the "
                  "median channel std; V amax).\n\n"
                  + table(["head", "causal", "entropy", "sink mass", "Q amax", "K bias/std", "V amax"]
-                         + [f"{k} e2e" for k in S.PER_HEAD if k != "bf16-flash"] + [f"{default} kernel-only", "% of layer's sq. error"], rows) + "\n")
+                         + [f"{k} e2e" for k in S.PER_HEAD if k != "bf16-flash"] + [f"{hd} kernel-only", f"% of layer's sq. error ({hd})"], rows) + "\n")
 
     tables_md = "\n".join(T)
     (RES / "numerics-tables.md").write_text(f"<!-- {json.dumps(meta)} -->\n\n" + tables_md)
@@ -407,14 +418,14 @@ def main():
                                         ("sink_mass", "mass on token 0"))):
             for lay, mk in zip(sorted({x["layer"] for x in heads}), "os^"):
                 pts = [x for x in heads if x["layer"] == lay and not x["causal"]]
-                ax.scatter([x[key] for x in pts], [x[f"{default} e2e"] for x in pts], marker=mk, label=f"layer {lay}")
+                ax.scatter([x[key] for x in pts], [x[f"{hd} e2e"] for x in pts], marker=mk, label=f"layer {lay}")
             ax.set_xlabel(xl)
             ax.set_yscale("log")
             if key == "k_bias_over_std":
                 ax.set_xscale("log")
             ax.axhline(BOUND, color="k", ls="--", lw=1)
             ax.grid(alpha=0.3)
-        axes[0].set_ylabel(f"{default}: end-to-end RMSE / bf16-flash (per head, non-causal)")
+        axes[0].set_ylabel(f"{hd}: end-to-end RMSE / bf16-flash (per head, non-causal)")
         axes[0].legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(IMG / "numerics-heads.png", dpi=110)

@@ -70,7 +70,7 @@ COMPONENTS = [
 
 # Per query head: the shipped default and the leave-one-in sources.
 PER_HEAD = {k: v for k, v in {**CANDIDATES, **ABLATION}.items()
-            if k in ("bf16-flash", "kernel", "kernel hilo", "in: Q,K rounding", "in: V rounding", "in: P rounding")}
+            if k in ("bf16-flash", "kernel", "kernel rot", "kernel hilo", "in: Q,K rounding", "in: V rounding", "in: P rounding")}
 
 # Full-length check (8192 tokens, every head): the decision's schemes.
 FULL = {k: CANDIDATES[k] for k in ("bf16-flash", "fa3-fp8", "kernel", "kernel rot", "kernel hilo")}
