@@ -50,6 +50,16 @@ COST_OPTION = {
     "kernel hilo no-smooth-v": "hilo-2level-128", "kernel hilo 1-level": "hilo-1level",
     "kernel k-head": "e4m3-1level-192", "kernel k-head rot": "e4m3-1level-192",
 }
+# The pre-pass mode (latest GPU session, results/numerics-costs.json "harness") whose derived
+# end-to-end speed (pre-pass included) each kernel candidate has.
+E2E_MODE = {
+    "kernel": "e4m3 + prepass smooth_kv", "kernel (fp32 acc)": "e4m3 + prepass smooth_kv",
+    "kernel q-block": "e4m3 + prepass smooth_kv", "kernel v-head": "e4m3 + prepass smooth_kv",
+    "kernel no-smooth-v": "e4m3 + prepass smooth_kv", "kernel rot": "e4m3 + prepass smooth_kv_hadamard",
+    "kernel no-smooth-k": "e4m3 + prepass no_smooth", "kernel hilo": "hilo + prepass smooth_kv",
+    "kernel hilo (fp32 acc)": "hilo + prepass smooth_kv", "kernel hilo no-smooth-v": "hilo + prepass smooth_kv",
+    "kernel hilo rot": "hilo + prepass smooth_kv_hadamard",
+}
 # Operand precisions the kernel does not offer, priced by extrapolation: each extra FP8 GEMM of
 # the size of one product (hi.lo terms) costs what the measured P hi+lo option's one extra PV
 # GEMM costs over E4M3 P on the same accumulation path. (base option, extra GEMMs, slope option pair)
@@ -156,6 +166,7 @@ def main():
     captures = [n for n in main_ds if not n.startswith("synthetic") and "full" not in n]
     synthetic = [n for n in main_ds if n.startswith("synthetic")]
     full = [n for n in main_ds if "full" in n]
+    sweep_ds = captures + synthetic  # every scheme list ran on these
 
     # ---- decision: worst ratios per candidate, cost, pick ----
     def worst(lab, ref, dss, key="rmse_ratio"):
@@ -176,7 +187,12 @@ def main():
             base, n, pair = LIFT_PRICE[lab]
             est = {k: round(1 / (1 / costs["options"][base][k]["ratio_to_cudnn"] + n * per_gemm(pair, k)), 3)
                    for k in ("noncausal", "causal")}
+        h = costs.get("harness")
+        e2e_speed = ({k: h[k]["derived_end_to_end_ratio_to_cudnn"].get(E2E_MODE[lab]) for k in ("noncausal", "causal")}
+                     if h and lab in E2E_MODE else None)
         cand_rows[lab] = {
+            "end_to_end_speed_ratio_to_cudnn": e2e_speed,
+            "end_to_end_speed_source": (h["source"] + ": " + E2E_MODE[lab]) if e2e_speed else None,
             "estimated_speed_ratio_to_cudnn": est,
             "price_note": LIFT_PRICE_NOTE.get(lab),
             "spec": S.CANDIDATES.get(lab) or S.LIFTS.get(lab), "cost_option": opt,
@@ -307,7 +323,7 @@ def main():
     pre_cols = ["kernel", "kernel (fp32 acc)", "kernel k-head", "kernel k-head rot", "kernel no-smooth-k", "kernel no-smooth-v", "kernel q-block", "kernel v-head",
                 "kernel rot", "kernel hilo no-smooth-v", "fa3-fp8 (fp32 acc)"]
     rows = []
-    for n in main_ds:
+    for n in sweep_ds:
         for c in (False, True):
             rows.append([dsl(n, c)] + [f"{fmt(get(n, c, k, 'end_to_end'))} / {fmt(get(n, c, k, 'kernel_only'))}" for k in pre_cols])
     T.append("### Pre-pass options and the accumulator model: end-to-end / kernel-only RMSE ratio\n\n" + table(["dataset"] + pre_cols, rows) + "\n")
@@ -315,7 +331,7 @@ def main():
     abl_in = [k for k in S.ABLATION if k.startswith("in:")]
     abl_out = [k for k in S.ABLATION if k.startswith("out:")]
     rows = []
-    for n in main_ds:
+    for n in sweep_ds:
         for c in (False, True):
             rows.append([dsl(n, c), fmt(get(n, c, "kernel spelled", "end_to_end")), fmt(get(n, c, "kernel", "end_to_end")),
                          fmt(get(n, c, "kernel rot spelled", "end_to_end")), fmt(get(n, c, "kernel rot", "end_to_end"))]
@@ -328,7 +344,7 @@ def main():
 
     lift_cols = list(S.LIFTS)
     rows = []
-    for n in main_ds:
+    for n in sweep_ds:
         for c in (False, True):
             rows.append([dsl(n, c), fmt(get(n, c, default, "end_to_end")) + " / " + fmt(get(n, c, default, "end_to_end", "max_ratio"))]
                         + [f"{fmt(get(n, c, k, 'end_to_end'))} / {fmt(get(n, c, k, 'end_to_end', 'max_ratio'))}" for k in lift_cols])
@@ -336,7 +352,7 @@ def main():
              + table(["dataset", f"default ({default})"] + lift_cols, rows) + "\n")
 
     comp_rows = []
-    for n in main_ds:
+    for n in sweep_ds:
         for c in (False, True):
             comp_rows.append([dsl(n, c)] + [fmt(get(n, c, k, "end_to_end")) for k in S.COMPONENTS])
     T.append("### The model's component schemes (one source alone, P*448 where P is rounded): end-to-end RMSE ratio\n\n"
@@ -347,15 +363,18 @@ def main():
         e = v["estimated_speed_ratio_to_cudnn"]
         sn = fmt(v["speed_ratio_to_cudnn_noncausal"]) if not e else f"~{fmt(e['noncausal'])} (est.)"
         sc = fmt(v["speed_ratio_to_cudnn_causal"]) if not e else f"~{fmt(e['causal'])} (est.)"
-        rows.append([k, sn, sc, v["cost_option"] or "-",
+        ee = v["end_to_end_speed_ratio_to_cudnn"]
+        rows.append([k, sn, sc, f"{fmt(ee['noncausal'])} / {fmt(ee['causal'])}" if ee else "-", v["cost_option"] or "-",
                      fmt(v["worst_e2e_rmse_captures"]), fmt(v["worst_e2e_max_captures"]), fmt(v["worst_floor_rmse_captures"]),
                      fmt(v["worst_kernel_only_rmse_all"]), fmt(v["worst_kernel_only_max_all"])])
     T.append(f"### Cost and worst case per candidate\n\nSpeed: kernel TFLOP/s over SDPA cuDNN BF16 in the same run at b=2, s=8192, "
              f"h=32 (`results/numerics-costs.json`: the probe logs, FA3 FP8 and SageAttention2 quoted from issue 4); target "
              f"{costs['target_ratio_to_cudnn']['noncausal']} / {costs['target_ratio_to_cudnn']['causal']} ({costs['target_source']}). "
-             "Pre-pass time: not measured yet (not included). Worst ratios: over the capture subsets (end to end, floor) and "
+             "Kernel speed: the probe logs (one run per accumulation option); with pre-pass: derived from the latest GPU session "
+             f"(`{costs['harness']['source'] if costs.get('harness') else '-'}`: kernel on pre-pass inputs, end to end, pre-pass time per option set; "
+             "see `tools/study/costs.py`). Worst ratios: over the capture subsets (end to end, floor) and "
              "over captures + synthetic (kernel only), both masks.\n\n"
-             + table(["candidate", "speed non-causal", "speed causal", "kernel option", "worst e2e RMSE", "worst e2e max",
+             + table(["candidate", "kernel speed non-causal", "kernel speed causal", "with pre-pass (nc / c)", "kernel option", "worst e2e RMSE", "worst e2e max",
                       "worst floor RMSE", "worst kernel-only RMSE", "worst kernel-only max"], rows) + "\n")
 
     if full:
@@ -381,6 +400,19 @@ def main():
                  + table(["head", "causal", "entropy", "sink mass", "Q amax", "K bias/std", "V amax"]
                          + [f"{k} e2e" for k in S.PER_HEAD if k != "bf16-flash"] + [f"{hd} kernel-only", f"% of layer's sq. error ({hd})"], rows) + "\n")
 
+    gvm = RES / "numerics-gpu-vs-model.json"
+    if gvm.exists():
+        g = json.loads(gvm.read_text())
+        pk = g.get("pack") or {}
+        sel = "; ".join(f"layer {e['layer']}: q heads {e['q_heads']}, kv heads {e['kv_heads']}, {e['tokens']} tokens" for e in pk.get("files", []))
+        rows = [[x["dataset"].replace("captured:", ""), "yes" if x["causal"] else "no", x["method"], f"`{x['model_scheme']}`",
+                 fmt(x["gpu_rmse_ratio_to_cudnn"]), fmt(x["model_rmse_ratio_to_bf16_flash"]), fmt(x["gpu_over_model_rmse"])]
+                for x in g["records"]]
+        T.append(f"### The kernel on the H200 against the model, same data\n\nFrom `results/numerics-gpu-vs-model.json` "
+                 f"(`{g['command']}`, GPU session `{g['gpu_results']}` at commit {g['gpu_commit']}; pack: {sel}). GPU: end-to-end RMSE "
+                 "over SDPA cuDNN BF16's; model: over bf16-flash's; last column: GPU RMSE over the model's RMSE.\n\n"
+                 + table(["data", "causal", "GPU method", "model scheme", "GPU / cuDNN", "model / bf16-flash", "GPU / model"], rows) + "\n")
+
     tables_md = "\n".join(T)
     (RES / "numerics-tables.md").write_text(f"<!-- {json.dumps(meta)} -->\n\n" + tables_md)
 
@@ -394,9 +426,11 @@ def main():
         
     for k in (default, high):
         v = cand_rows[k]
+        ee = v["end_to_end_speed_ratio_to_cudnn"]
         D.append(f"- {k}: worst end-to-end RMSE ratio {fmt(v['worst_e2e_rmse_captures'])}, of which the floor alone "
                  f"{fmt(v['worst_floor_rmse_captures'])}; worst kernel-only {fmt(v['worst_kernel_only_rmse_all'])} (max {fmt(v['worst_kernel_only_max_all'])}); "
-                 f"speed {fmt(v['speed_ratio_to_cudnn_noncausal'])}x / {fmt(v['speed_ratio_to_cudnn_causal'])}x cuDNN.")
+                 f"kernel speed {fmt(v['speed_ratio_to_cudnn_noncausal'])}x / {fmt(v['speed_ratio_to_cudnn_causal'])}x cuDNN"
+                 + (f", with the pre-pass {fmt(ee['noncausal'])}x / {fmt(ee['causal'])}x" if ee else "") + " (non-causal / causal).")
     D.append(f"- {high} over {default}: end-to-end RMSE lower by a factor {fmt(min(gain))} to {fmt(max(gain))} on the captures; "
              f"kernel-only by {fmt(min(gain_ko))} to {fmt(max(gain_ko))} (captures and synthetic).")
     for k in S.LIFTS:
@@ -451,6 +485,7 @@ def main():
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(13, 5))
+    xs = [(n, c) for n in sweep_ds for c in (False, True)]
     w = 0.8 / len(abl_in)
     for i, k in enumerate(abl_in):
         ys = [get(n, c, k, "end_to_end") or float("nan") for n, c in xs]

@@ -5,9 +5,11 @@ seed shape (b=2, s=8192, h=32, d=128) as measured on the H200 by the kernel prob
 cuDNN BF16 timed in the same run (absolute TFLOP/s drift between runs). Writes
 results/numerics-costs.json.
 
-Figures that are not in a results file of this repository (FA3 FP8, SageAttention2 and the speed
-target) are quoted from issue 4's text and marked source = "issue 4"; the pre-pass time has no
-measurement yet (bench/bench_prepass.py on the H200 writes it) and is null.
+Also the latest GPU session's results (results/20*-h200-*.json from bench/harness.py, the newest
+holding pre-pass figures): kernel speeds, the pre-pass time per option set and the end-to-end
+speed (pre-pass included), from which each candidate's end-to-end speed is derived. Figures that
+are not in a results file of this repository (FA3 FP8, SageAttention2 and the speed target) are
+quoted from issue 4's text and marked source = "issue 4".
 
 usage: tools/study/costs.py [--out results/numerics-costs.json]
 """
@@ -60,6 +62,37 @@ def parse(path):
     return runs, sdpa
 
 
+def harness_costs(path):
+    """Speeds and pre-pass times of one GPU session (bench/harness.py results JSON) at the seed
+    shape b=2, s=8192, h=32 = h_kv, and the end-to-end speed of each pre-pass mode derived from
+    them: t = t_kernel(option) + (t_end_to_end - t_kernel_on_prepass_inputs) (measured, smooth_kv)
+    + (t_prepass(mode) - t_prepass(smooth_kv)). FLOPs = 4 b h s^2 d (half when causal)."""
+    d = json.loads(path.read_text())
+    out = {"source": str(path.relative_to(ROOT)), "commit": d.get("commit"), "date": d.get("date"), "command": d.get("command")}
+    seed = lambda r: r["b"] == 2 and r["sq"] == 8192 and r["h"] == 32 and r["h_kv"] == 32
+    sp = {(r["method"], r["causal"]): r["tflops_median"] for r in d.get("speed", []) if seed(r)}
+    pp = {r["mode"]: r["prepass_ms_median"] for r in d.get("prepass", []) if r["b"] == 2 and r["s"] == 8192 and r["h"] == 32 and r["h_kv"] == 32}
+    out["prepass_ms"] = pp
+    flops = 4 * 2 * 32 * 8192 * 8192 * 128
+    for causal in (False, True):
+        key = "causal" if causal else "noncausal"
+        f = flops / (2 if causal else 1)
+        ms = lambda m: f / (sp[(m, causal)] * 1e12) * 1e3
+        cud = ms("sdpa_cudnn_bf16")
+        entry = {"sdpa_cudnn_bf16_tflops": sp[("sdpa_cudnn_bf16", causal)]}
+        for m in ("fp8attn", "fp8attn_p_hilo", "fp8attn_kernel_on_prepass_inputs", "fp8attn_end_to_end"):
+            entry[m] = {"tflops": sp[(m, causal)], "ratio_to_cudnn": round(cud / ms(m), 3)}
+        glue = ms("fp8attn_end_to_end") - ms("fp8attn_kernel_on_prepass_inputs")
+        derived = {}
+        for mode in pp:
+            extra = glue + pp[mode] - pp["smooth_kv"]
+            derived[f"e4m3 + prepass {mode}"] = round(cud / (ms("fp8attn_kernel_on_prepass_inputs") + extra), 3)
+            derived[f"hilo + prepass {mode}"] = round(cud / (ms("fp8attn_p_hilo") + extra), 3)
+        entry["derived_end_to_end_ratio_to_cudnn"] = derived
+        out[key] = entry
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "results/numerics-costs.json")
@@ -85,14 +118,22 @@ def main():
                             for k in ("noncausal", "causal")}}
     options["cudnn-bf16"] = {"description": "SDPA cuDNN BF16 (the yardstick)", "source": "every probe log",
                              "noncausal": {"ratio_to_cudnn": 1.0}, "causal": {"ratio_to_cudnn": 1.0}}
+    sessions = sorted((p for p in (ROOT / "results").glob("20*-h200-*.json") if "prepass" in json.loads(p.read_text())),
+                      key=lambda p: json.loads(p.read_text()).get("date", ""))
+    harness = harness_costs(sessions[-1]) if sessions else None
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
     out = {"command": "tools/study/costs.py", "commit": commit, "machine": platform.node() + " (parses H200 logs)",
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "shape": "b=2, s=8192, h=32, d=128", "target_ratio_to_cudnn": ISSUE4["target_ratio"],
            "target_source": "issue 4: 95% of FA3 FP8",
-           "prepass": {"seconds": None, "note": "not measured yet: bench/bench_prepass.py on the H200 (GPU harness) writes it"},
+           "harness": harness,
            "options": options}
     args.out.write_text(json.dumps(out, indent=1) + "\n")
+    if harness:
+        print(f"latest GPU session {harness['source']}: pre-pass ms {harness['prepass_ms']}")
+        for k in ("noncausal", "causal"):
+            print(k, {m: v["ratio_to_cudnn"] for m, v in harness[k].items() if isinstance(v, dict) and "ratio_to_cudnn" in v},
+                  harness[k]["derived_end_to_end_ratio_to_cudnn"])
     for name, e in options.items():
         print(f"{name:18s} non-causal {e['noncausal']['ratio_to_cudnn']:.3f}x  causal {e['causal']['ratio_to_cudnn']:.3f}x  ({e['source']})")
 
