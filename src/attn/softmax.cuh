@@ -11,7 +11,7 @@
 //   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
 //           match, so no register shuffles are needed)
 //   l'    = l * exp2(m - m') + rowsum(p)    FP32 p, before rounding; each thread sums its keys
-//                                           in eight interleaved partial sums (key group % 8)
+//                                           in four interleaved partial sums (key group % 4)
 #pragma once
 #include <cmath>
 
@@ -51,23 +51,21 @@ struct OnlineSoftmax {
   template <bool kMask>
   __device__ __forceinline__ void step(float (&s)[kRegs], int key0, const int (&limit)[2],
                                        const float (&scale)[2], float (&o_rescale)[2]) {
-    // Eight independent partial maxima (and sums, below) per row: one running value per row would
+    // Four independent partial maxima (and sums, below) per row: one running value per row would
     // be a chain of kRegs/2 dependent instructions, and ncu shows the consumers latency bound.
-    float mx4[2][8];
+    float mx4[2][4];
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
-      for (int k = 0; k < 8; ++k) mx4[r][k] = -INFINITY;
+      for (int k = 0; k < 4; ++k) mx4[r][k] = -INFINITY;
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
       s[i] = score<kMask>(s, i, key0, limit);
-      mx4[(i >> 1) & 1][(i >> 2) & 7] = fmaxf(mx4[(i >> 1) & 1][(i >> 2) & 7], s[i]);
+      mx4[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx4[(i >> 1) & 1][(i >> 2) & 3], s[i]);
     }
     float mx[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
-      mx[r] = fmaxf(fmaxf(fmaxf(mx4[r][0], mx4[r][1]), fmaxf(mx4[r][2], mx4[r][3])),
-                    fmaxf(fmaxf(mx4[r][4], mx4[r][5]), fmaxf(mx4[r][6], mx4[r][7])));
+    for (int r = 0; r < 2; ++r) mx[r] = fmaxf(fmaxf(mx4[r][0], mx4[r][1]), fmaxf(mx4[r][2], mx4[r][3]));
     float neg_bias[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -80,19 +78,18 @@ struct OnlineSoftmax {
       row_max[r] = m_new;
       neg_bias[r] = kPOffsetLog2 - m_use;
     }
-    float sum4[2][8] = {};
+    float sum4[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
       const int r = (i >> 1) & 1;
       const float x = fmaf(s[i], scale[r], neg_bias[r]);
       const bool poly = kPolyExpEvery > 0 && (i / 4) % kPolyExpEvery == kPolyExpEvery - 1;
       s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
-      sum4[r][(i >> 2) & 7] += s[i];
+      sum4[r][(i >> 2) & 3] += s[i];
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r)
-      row_sum[r] = row_sum[r] * o_rescale[r] + (((sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3])) +
-                                                ((sum4[r][4] + sum4[r][5]) + (sum4[r][6] + sum4[r][7])));
+      row_sum[r] = row_sum[r] * o_rescale[r] + ((sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]));
   }
 
   // p (FP32, accumulator layout) -> E4M3 A-fragments of the PV wgmma. k-step j consumes keys
