@@ -123,17 +123,8 @@ def _tensor(t, b: int, s: int, h: int) -> Bf16Tensor:
 
 
 def _time_ms(torch, fn, warmup: int, runs: int) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    import speed  # the harness's timing loop (CUDA events, warm-up), one for both benches
+    return speed.time_ms(fn, warmup, runs)
 
 
 def _inputs(torch, b, sq, sk, h, h_kv, seed):

@@ -107,8 +107,8 @@ struct PFragments {
 // S = Q_wg K^T: 4 k-steps of 32 along d (both tiles: 128-byte rows, 128-byte swizzle).
 template <int kRegs>
 __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uint32_t k_addr) {
-  const uint64_t dq = ptx::make_desc_kmajor_sw128(q_addr);
-  const uint64_t dk = ptx::make_desc_kmajor_sw128(k_addr);
+  const uint64_t dq = ptx::make_desc_kmajor<128>(q_addr);
+  const uint64_t dk = ptx::make_desc_kmajor<128>(k_addr);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) ptx::wgmma_ss(s, dq + 2 * kk, dk + 2 * kk, kk > 0);
 }
@@ -120,7 +120,7 @@ template <class Cfg, bool kAccumulate>
 __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
 #pragma unroll
   for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
-    const uint64_t dv = ptx::make_desc_kmajor_sw64(v_addr + (kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32);
+    const uint64_t dv = ptx::make_desc_kmajor<64>(v_addr + (kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32);
     const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
     ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
     if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {

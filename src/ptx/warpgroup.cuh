@@ -41,25 +41,19 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Descriptor of a K-major tile with 128-byte swizzle: rows of 128 bytes, 8-row groups 1024 bytes
-// apart (SBO), the leading offset unused because one wgmma's K (32 bytes) stays inside the
-// swizzle atom. Bits: [0,14) addr>>4, [16,30) LBO>>4, [32,46) SBO>>4, [62,64) 1 = 128B swizzle.
-__device__ __forceinline__ uint64_t make_desc_kmajor_sw128(uint32_t smem_byte_addr) {
+// Shared-memory matrix descriptor of a K-major tile whose rows are kSwizzleBytes long (128: Q and K,
+// 64: the V^T atoms), swizzled over kSwizzleBytes: 8-row groups are 8 * kSwizzleBytes apart (SBO);
+// the leading offset is unused because one wgmma's K (32 bytes) stays inside the swizzle atom.
+// Bits: [0,14) addr>>4, [16,30) LBO>>4, [32,46) SBO>>4, [62,64) layout (1 = 128B, 2 = 64B swizzle).
+template <int kSwizzleBytes>
+__device__ __forceinline__ uint64_t make_desc_kmajor(uint32_t smem_byte_addr) {
+  static_assert(kSwizzleBytes == 128 || kSwizzleBytes == 64, "the kernel uses 128B and 64B swizzles");
+  constexpr uint64_t kLayout = kSwizzleBytes == 128 ? 1 : 2;
   uint64_t desc = 0;
   desc |= static_cast<uint64_t>((smem_byte_addr & 0x3FFFF) >> 4);
   desc |= static_cast<uint64_t>(1) << 16;
-  desc |= static_cast<uint64_t>(1024 >> 4) << 32;
-  desc |= static_cast<uint64_t>(1) << 62;
-  return desc;
-}
-
-// The same for a tile with 64-byte rows and 64-byte swizzle (8-row groups 512 bytes apart).
-__device__ __forceinline__ uint64_t make_desc_kmajor_sw64(uint32_t smem_byte_addr) {
-  uint64_t desc = 0;
-  desc |= static_cast<uint64_t>((smem_byte_addr & 0x3FFFF) >> 4);
-  desc |= static_cast<uint64_t>(1) << 16;
-  desc |= static_cast<uint64_t>(512 >> 4) << 32;
-  desc |= static_cast<uint64_t>(2) << 62;
+  desc |= static_cast<uint64_t>((8 * kSwizzleBytes) >> 4) << 32;
+  desc |= kLayout << 62;
   return desc;
 }
 
