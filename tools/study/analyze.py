@@ -29,6 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import run_study  # noqa: E402
 import schemes as S  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -88,7 +89,7 @@ def load_raw():
     for f in sorted(RES.glob("numerics-raw-*.json")):
         d = json.loads(f.read_text())
         runs[d["part"]] = {"file": str(f.relative_to(ROOT)), "wall_s": d["wall_s"], "jobs": len(d["jobs"])}
-        for r in d["records"]:
+        for r in run_study.expand(d):
             r["part"] = d["part"]
             recs.append(r)
     if not recs:
@@ -236,7 +237,7 @@ def main():
     (RES / "numerics-decision.json").write_text(json.dumps({**meta, **decision}, indent=1) + "\n")
 
     # ---- numerics-study.json ----
-    out = []
+    out, eval_runs = [], {}
     for r in raw:
         if r["ds"]["head"] is not None:
             continue
@@ -244,13 +245,15 @@ def main():
                     "default": r["label"] == default, "reference": r["reference"], "rmse_ratio": r["rmse_ratio"],
                     "max_ratio": r["max_ratio"], "rmse": r["rmse"], "max_abs": r["max_abs"], "rel_rmse": r["rel_rmse"],
                     "lse_max_abs": r.get("lse_max_abs"), "seqlen_q": r["seqlen"], "heads": r["heads"],
-                    "heads_kv": r["heads_kv"], "eval_command": r["command"], "eval_commit": r["commit"], "eval_date": r["date"]})
+                    "heads_kv": r["heads_kv"], "eval_run": eval_runs.setdefault((r["command"], r["commit"], r["machine"], r["date"]), len(eval_runs))})
     subset = ("captures: every captured layer (Qwen2.5-Coder-1.5B layers 0, 15, 27; the second model is not available, "
               "docs/captures.md), all 12 query / 2 KV heads, two subsets each: prefix2048 = tokens [0, 2048) as queries "
               "and keys; tail512 = queries [7680, 8192) against all 8192 keys; full8192 = the whole capture (FULL schemes "
               "only). synthetic: b=1, s=2048, 4 of 32 heads (evenly spaced), seed 1.")
+    runs_list = [dict(zip(("command", "commit", "machine", "date"), k)) for k in sorted(eval_runs, key=eval_runs.get)]
     (RES / "numerics-study.json").write_text(json.dumps({**meta, "subset": subset, "default_scheme": default,
-                                                        "records": out}, indent=0) + "\n")
+                                                        "eval_runs": runs_list, "records": out},
+                                                       separators=(",", ":")).replace('},{"dataset"', '},\n{"dataset"') + "\n")
 
     # ---- per head ----
     caps = json.loads((ROOT / "data/captures.json").read_text())

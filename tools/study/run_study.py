@@ -36,13 +36,42 @@ def run_eval(exe, data_args, specs, out_json, threads, extra=()):
     return json.loads(out_json.read_text()), time.time() - t0
 
 
+RUN_KEYS = ("command", "commit", "machine", "date")
+
+
+def compact(part, records, log, wall_s):
+    """fp8attn-eval repeats its run metadata (command, commit, machine, date) in every record:
+    keep one copy per run (`runs`) and give each record the index of its run."""
+    runs, out = [], []
+    for r in records:
+        key = tuple(r.get(k) for k in RUN_KEYS)
+        if key not in runs:
+            runs.append(key)
+        out.append({**{k: v for k, v in r.items() if k not in RUN_KEYS}, "run": runs.index(key)})
+    return {"part": part, "runner": "tools/study/run_study.py --parts " + part, "wall_s": wall_s, "jobs": log,
+            "runs": [dict(zip(RUN_KEYS, k)) for k in runs], "records": out}
+
+
+def expand(raw):
+    """The records of a raw file with their run metadata (compact or not)."""
+    runs = raw.get("runs")
+    return [{**r, **runs[r["run"]]} if runs is not None and "run" in r else r for r in raw["records"]]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", default="captures,synthetic,per-head,full")
     ap.add_argument("--eval", type=pathlib.Path, default=ROOT / "build-h5/tools/eval/fp8attn-eval")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "results")
+    ap.add_argument("--compact", action="store_true", help="rewrite existing results/numerics-raw-*.json compactly (same data)")
     args = ap.parse_args()
+    if args.compact:
+        for f in sorted(args.out.glob("numerics-raw-*.json")):
+            d = json.loads(f.read_text())
+            f.write_text(json.dumps(compact(d["part"], expand(d), d["jobs"], d["wall_s"]), separators=(",", ":")) + "\n")
+            print(f"compacted {f.name}: {f.stat().st_size / 2**20:.1f} MiB")
+        return
     if not args.eval.exists():
         sys.exit(f"{args.eval} missing: cmake -S . -B build-h5 -DFP8ATTN_BUILD_CUDA=OFF && cmake --build build-h5 --target fp8attn-eval")
     every = list(dict.fromkeys([*S.CANDIDATES.values(), *S.LIFTS.values(), *S.ABLATION.values(), *S.COMPONENTS]))
@@ -78,9 +107,7 @@ def main():
             print(f"[study] {part} {' '.join(data_args)}: {len(recs)} records, {sec:.1f} s", flush=True)
         tmp.unlink(missing_ok=True)
         out = args.out / f"numerics-raw-{part}.json"
-        out.write_text(json.dumps({"part": part, "runner": "tools/study/run_study.py --parts " + part,
-                                   "wall_s": round(time.time() - t_part, 1), "jobs": log,
-                                   "records": records}, indent=0) + "\n")
+        out.write_text(json.dumps(compact(part, records, log, round(time.time() - t_part, 1)), separators=(",", ":")) + "\n")
         print(f"[study] wrote {out.relative_to(ROOT)} ({len(records)} records, {time.time() - t_part:.0f} s)", flush=True)
 
 
