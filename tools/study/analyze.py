@@ -222,7 +222,14 @@ def main():
     affordable = [k for k in KERNEL_OPTIONS if (cand_rows[k]["speed_ratio_to_cudnn_noncausal"] or 0) >= costs["target_ratio_to_cudnn"]["noncausal"]]
     meets = {k: all((get(d, c, k, "end_to_end") or 1e9) <= BOUND and (get(d, c, k, "end_to_end", "max_ratio") or 1e9) <= BOUND
                     for d in captures for c in (False, True)) for k in cand_rows}
+    # The attribution's base must be the kernel: its spelled form against the pre-pass mirror.
+    spelled_gap = max(abs(get(d, c, a, "end_to_end") / get(d, c, b, "end_to_end") - 1)
+                      for d in sweep_ds for c in (False, True)
+                      for a, b in (("kernel spelled", "kernel"), ("kernel rot spelled", "kernel rot")))
+    if spelled_gap > 0.05:
+        print(f"WARNING: the spelled kernel differs from the pre-pass mirror by {spelled_gap:.1%}: the attribution's base is off")
     decision = {
+        "check_spelled_vs_mirror_max_rel_gap": spelled_gap,
         "default": default, "default_spec": S.CANDIDATES[default], "high_accuracy": high, "high_accuracy_spec": S.CANDIDATES[high],
         "rule_default": "fastest measured kernel option (E4M3 P, one-level, 128-key blocks with the pre-pass's per-block K descales); "
                         "among its pre-pass variants the lowest worst-case end-to-end RMSE ratio over the captures (the shipped one unless another is >5% better)",
