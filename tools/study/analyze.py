@@ -305,7 +305,35 @@ def main():
         for x in grp:
             v = x.get(f"{hd} e2e rmse")
             x["share_of_layer_sq_error"] = (v ** 2 / tot) if (v is not None and tot > 0) else None
-    (RES / "numerics-heads.json").write_text(json.dumps({**meta, "default": default, "per_head_scheme": hd, "heads": heads}, indent=1) + "\n")
+    def ranks(xs):
+        order = sorted(range(len(xs)), key=lambda i: xs[i])
+        r = [0.0] * len(xs)
+        i = 0
+        while i < len(order):  # average ranks over ties
+            j = i
+            while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2
+            i = j + 1
+        return r
+
+    def spearman(a, b):
+        ra, rb = ranks(a), ranks(b)
+        ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+        cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+        va, vb = sum((x - ma) ** 2 for x in ra), sum((y - mb) ** 2 for y in rb)
+        return cov / math.sqrt(va * vb) if va > 0 and vb > 0 else None
+
+    stats = ("entropy_nats", "sink_mass", "q_amax", "k_bias_over_std", "v_amax")
+    correlations = {}
+    for causal in (False, True):
+        grp = [x for x in heads if x["causal"] == causal and x.get(f"{hd} e2e") is not None]
+        if len(grp) > 3:
+            correlations["causal" if causal else "noncausal"] = {
+                st: spearman([x[st] for x in grp], [x[f"{hd} e2e"] for x in grp]) for st in stats}
+    (RES / "numerics-heads.json").write_text(json.dumps({**meta, "default": default, "per_head_scheme": hd,
+                                                        "spearman_vs_e2e_ratio": correlations, "heads": heads}, indent=1) + "\n")
 
     # ---- tables ----
     T = []
@@ -395,6 +423,11 @@ def main():
                 rows.append([dsl(n, c)] + [f"{fmt(get(n, c, k, 'end_to_end'))} / {fmt(get(n, c, k, 'kernel_only'))} / {fmt(get(n, c, k, 'floor'))}" for k in fcols])
         T.append("### Full captures (8192 tokens, every head): end-to-end / kernel-only / floor RMSE ratio\n\n" + table(["dataset"] + fcols, rows) + "\n")
 
+    if correlations:
+        T.append(f"### Which head statistics track the error: Spearman rank correlation with {hd}'s per-head end-to-end RMSE ratio "
+                 f"(all {len(heads) // 2} query heads of the three layers)\n\n"
+                 + table(["mask"] + list(stats), [[m] + [fmt(v) if v is None or v >= 0 else f"{v:.2f}" for v in c.values()]
+                                                  for m, c in correlations.items()]) + "\n")
     if heads:
         rows = []
         for x in heads:
