@@ -443,6 +443,41 @@ def main():
                  + table(["head", "causal", "entropy", "sink mass", "Q amax", "K bias/std", "V amax"]
                          + [f"{k} e2e" for k in S.PER_HEAD if k != "bf16-flash"] + [f"{hd} kernel-only", f"% of layer's sq. error ({hd})"], rows) + "\n")
 
+    v16_line = None
+    v16 = RES / "numerics-v16-blocks.json"
+    if v16.exists():
+        vb = json.loads(v16.read_text())
+        # Price: BF16 P.V over the sink and the diagonal block (half the FP8 rate: 2 FP8-GEMM
+        # equivalents each) beside the FP8 P.V of the other blocks, at the seed shape (64 key
+        # blocks per query row non-causal, 32 on average causal); slope as for the lifts.
+        def v16_price(base, extra_gemms):
+            return {k: round(1 / (1 / costs["options"][base][k]["ratio_to_cudnn"]
+                                  + (extra_gemms + 2 * 2 / (64 if k == "noncausal" else 32)) * per_gemm(("e4m3-1level-192", "hilo-1level"), k)), 3)
+                    for k in ("noncausal", "causal")}
+        pr_k, pr_h = v16_price("e4m3-1level-128", 0), v16_price("e4m3-1level-128", 2)
+        rows = [[r["dataset"].replace("qwen2.5-coder-1.5b-", ""), "yes" if r["causal"] else "no",
+                 fmt(r["v_only_floor_ratio_all_e4m3"]), fmt(r["v_only_floor_ratio_v16_sink_diag"]),
+                 fmt(r["kernel_floor_ratio_all_e4m3"]), fmt(r["kernel_floor_ratio_v16_sink_diag"]), fmt(r["kernel_floor_ratio_v_bf16"]),
+                 fmt(r["qk_hilo_floor_ratio_all_e4m3"]), fmt(r["qk_hilo_floor_ratio_v16_sink_diag"]),
+                 f"{r['check_v_only_numpy_over_model_floor']:.4f} / {r['check_kernel_numpy_over_model_floor']:.4f} / {r['check_qk_hilo_numpy_over_model_floor']:.4f}"]
+                for r in vb["records"]]
+        T.append("### A 16-bit V plane for the sink and diagonal blocks: floor RMSE ratio to bf16-flash\n\nFrom "
+                 f"`results/numerics-v16-blocks.json` (`{vb['command']}`, commit {vb['commit']}): V kept in BF16 for keys [0, 128) and the "
+                 "query's own 128-key block, E4M3 (per channel, smoothed) elsewhere; NumPy, checked against the model's own floors "
+                 "(last column: NumPy floor over the model's for the all-E4M3 V, V only / kernel / Q,K hilo). Price estimate at the "
+                 f"seed shape (BF16 P.V on two blocks per row, slope as for the lifts): kernel + V plane ~{fmt(pr_k['noncausal'])}x / "
+                 f"{fmt(pr_k['causal'])}x cuDNN; with Q,K hi+lo as well ~{fmt(pr_h['noncausal'])}x / {fmt(pr_h['causal'])}x.\n\n"
+                 + table(["data", "causal", "V only", "V only, V16 blocks", "kernel", "kernel, V16 blocks", "kernel, all V BF16",
+                          "Q,K hilo", "Q,K hilo, V16 blocks", "check (NumPy / model)"], rows) + "\n")
+        decision["v16_blocks"] = {"source": "results/numerics-v16-blocks.json", "price_kernel_plus_v16": pr_k, "price_qk_hilo_plus_v16": pr_h,
+                                  "worst_floor_kernel_v16": max(r["kernel_floor_ratio_v16_sink_diag"] for r in vb["records"]),
+                                  "worst_floor_qk_hilo_v16": max(r["qk_hilo_floor_ratio_v16_sink_diag"] for r in vb["records"])}
+        (RES / "numerics-decision.json").write_text(json.dumps({**meta, **decision}, indent=1) + "\n")
+        v16_line = (f"- 16-bit V plane for the sink and diagonal blocks (floors on the capture subsets, NumPy checked against the model): "
+                 f"worst floor with E4M3 Q, K {fmt(decision['v16_blocks']['worst_floor_kernel_v16'])}, with Q, K hi+lo "
+                 f"{fmt(decision['v16_blocks']['worst_floor_qk_hilo_v16'])}; price ~{fmt(pr_k['noncausal'])}x / {fmt(pr_k['causal'])}x "
+                 f"cuDNN on the default, ~{fmt(pr_h['noncausal'])}x / {fmt(pr_h['causal'])}x with Q, K hi+lo (estimates).")
+
     gvm = RES / "numerics-gpu-vs-model.json"
     if gvm.exists():
         g = json.loads(gvm.read_text())
@@ -482,6 +517,9 @@ def main():
         D.append(f"- {k}: worst end-to-end RMSE ratio {fmt(v['worst_e2e_rmse_captures'])} (max {fmt(v['worst_e2e_max_captures'])}), "
                  f"floor {fmt(v['worst_floor_rmse_captures'])}; price: "
                  + (f"~{fmt(e['noncausal'])}x / {fmt(e['causal'])}x cuDNN (estimate: {v['price_note']})" if e else v["price_note"]) + ".")
+
+    if v16_line:
+        D.append(v16_line)
     decision_md = "\n".join(D)
 
     # ---- plots ----
