@@ -152,7 +152,8 @@ def main():
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "model", "tools/eval", "tools/study"],
                            capture_output=True, text=True).stdout.strip()
     meta = {"command": "tools/study/analyze.py", "commit": commit + ("-dirty" if dirty else ""),
-            "machine": platform.node() + ", " + platform.processor() + " (analysis; the raw records carry fp8attn-eval's machine)",
+            "machine": platform.node() + ", " + next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+                       + f", {__import__('os').cpu_count()} cores (analysis; the raw records carry fp8attn-eval's machine)",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "raw": runs, "eval_commits": sorted({r["commit"] for r in raw}),
             "eval_machines": sorted({r["machine"] for r in raw})}
