@@ -18,6 +18,7 @@
 
 #include "model/codecs.h"
 #include "model/prepass.h"
+#include "tests/common/fixtures.h"
 #include "model/reference.h"
 #include "model/safetensors.h"
 
@@ -286,14 +287,8 @@ TEST_P(PrepassCase, DequantizesToTheTransformedInputAndRestoresTheBiases) {
 // The committed captured fixture (data/fixtures/*.safetensors: BF16 q, k, v (1, s, h, 128)),
 // with and without the rotation.
 TEST(Prepass, CapturedFixtureDequantizesToTheTransformedInput) {
-  const std::filesystem::path dir = std::filesystem::path(FP8ATTN_SOURCE_DIR) / "data" / "fixtures";
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-      if (e.path().extension() == ".safetensors") files.push_back(e.path());
-    }
-  }
-  if (files.empty()) GTEST_SKIP() << "no captured fixture under " << dir;
+  const std::vector<std::filesystem::path> files = fp8attn::test::captured_fixture_files();
+  if (files.empty()) GTEST_SKIP() << "no captured fixture under data/fixtures";
   int used = 0;
   for (const auto& f : files) {
     const SafeTensors st = read_safetensors(f.string());
@@ -324,7 +319,7 @@ TEST(Prepass, CapturedFixtureDequantizesToTheTransformedInput) {
     }
     ++used;
   }
-  std::printf("[ info ] %d captured file(s) from %s\n", used, dir.c_str());
+  std::printf("[ info ] %d captured file(s) from data/fixtures\n", used);
   EXPECT_GT(used, 0) << "fixture files found but none holds BF16 q, k, v (1, s, h, 128)";
 }
 

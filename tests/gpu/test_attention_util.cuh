@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include "tests/common/sm90.cuh"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,26 +29,6 @@ namespace fp8attn::test {
 
 constexpr int kD = 128;
 constexpr double kLog2e = 1.4426950408889634;
-
-// Skips the calling test unless an sm_90 device is present.
-#define FP8ATTN_REQUIRE_SM90()                                                          \
-  do {                                                                                  \
-    const std::string why = ::fp8attn::test::sm90_missing_reason();                     \
-    if (!why.empty()) GTEST_SKIP() << why;                                              \
-  } while (0)
-
-inline std::string sm90_missing_reason() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    cudaGetLastError();
-    return "no CUDA device";
-  }
-  cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
-  if (prop.major != 9 || prop.minor != 0)
-    return std::string("needs sm_90, device 0 is ") + prop.name;
-  return "";
-}
 
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << cudaGetErrorString(cudaGetLastError())
 

@@ -18,6 +18,8 @@
 #include "fp8attn/quant.h"
 #include "model/codecs.h"
 #include "model/prepass.h"
+#include "tests/common/fixtures.h"
+#include "tests/common/sm90.cuh"
 #include "model/safetensors.h"
 
 namespace fm = fp8attn::model;
@@ -26,16 +28,6 @@ namespace {
 
 constexpr int kD = 128;
 
-bool have_sm90() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return false;
-  cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return false;
-  return p.major == 9 && p.minor == 0;
-}
-
-#define SKIP_WITHOUT_SM90() \
-  if (!have_sm90()) GTEST_SKIP() << "no sm_90 CUDA device"
 
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
 
@@ -236,7 +228,7 @@ fp8attn_quant_options options(bool smooth_k, bool smooth_v, bool hadamard, int q
 }
 
 TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
-  SKIP_WITHOUT_SM90();
+  FP8ATTN_REQUIRE_SM90();
   struct Shape { int b, sq, sk, h, h_kv; bool packed; };
   const Shape shapes[] = {{2, 77, 300, 4, 2, false},   {1, 128, 128, 2, 2, true},
                           {1, 1, 31, 8, 1, false},     {3, 200, 1000, 6, 3, true},
@@ -256,15 +248,9 @@ TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
 
 // The captured fixture (data/fixtures/*.safetensors with BF16 q, k, v (1, s, h, 128)).
 TEST(QuantGpu, MatchesCpuMirrorOnCapturedFixture) {
-  SKIP_WITHOUT_SM90();
-  const std::filesystem::path dir = std::filesystem::path(FP8ATTN_SOURCE_DIR) / "data" / "fixtures";
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-      if (e.path().extension() == ".safetensors") files.push_back(e.path());
-    }
-  }
-  if (files.empty()) GTEST_SKIP() << "no captured fixture under " << dir;
+  FP8ATTN_REQUIRE_SM90();
+  const std::vector<std::filesystem::path> files = fp8attn::test::captured_fixture_files();
+  if (files.empty()) GTEST_SKIP() << "no captured fixture under data/fixtures";
   int used = 0;
   for (const auto& f : files) {
     const fm::SafeTensors st = fm::read_safetensors(f.string());
@@ -284,7 +270,7 @@ TEST(QuantGpu, MatchesCpuMirrorOnCapturedFixture) {
     }
     ++used;
   }
-  std::printf("[ info ] compared %d captured file(s) from %s\n", used, dir.c_str());
+  std::printf("[ info ] compared %d captured file(s) from data/fixtures\n", used);
   EXPECT_GT(used, 0) << "fixture files found but none holds BF16 q, k, v (1, s, h, 128)";
 }
 

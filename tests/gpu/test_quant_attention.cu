@@ -26,6 +26,7 @@
 #include "model/codecs.h"
 #include "model/prepass.h"
 #include "model/reference.h"
+#include "tests/common/sm90.cuh"
 
 namespace fm = fp8attn::model;
 
@@ -33,12 +34,6 @@ namespace {
 
 constexpr int kD = 128;
 
-bool have_sm90() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return false;
-  cudaDeviceProp p{};
-  return cudaGetDeviceProperties(&p, 0) == cudaSuccess && p.major == 9 && p.minor == 0;
-}
 
 struct DeviceBuffer {
   void* p = nullptr;
@@ -98,7 +93,7 @@ struct Case {
 class QuantAttention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
-  if (!have_sm90()) GTEST_SKIP() << "no sm_90 CUDA device";
+  FP8ATTN_REQUIRE_SM90();
   const Case t = GetParam();
   const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
   std::printf("[ seed ] %llu\n", static_cast<unsigned long long>(seed));
