@@ -338,7 +338,10 @@ def _accuracy_records(torch, lib, seed: int, log, notes: list) -> list[dict]:
     root = Path(__file__).resolve().parents[1]
     for folder in (root / ".carry" / "captures", root / "data" / "fixtures"):
         if folder.is_dir():
-            datasets += [(n + "@prepass", tuple(t.contiguous() for t in qkv))
+            # The carried pack and the committed fixture hold the same layers (different token
+            # and head subsets): name them apart.
+            source = "pack" if folder.parent.name == ".carry" else "fixture"
+            datasets += [(f"{n}@prepass:{source}", tuple(t.contiguous() for t in qkv))
                          for n, qkv in accuracy.load_captures(folder, "cuda")]
     records = []
     for name, (q, k, v) in datasets:

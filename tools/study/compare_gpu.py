@@ -62,9 +62,13 @@ def main():
     for f in files:
         for causal in (False, True):
             for method, (suffix, spec) in MIRROR.items():
-                name = f"captured:{f.stem}{suffix}"
-                g = first.get((name, causal, method, "end_to_end"))
-                y = first.get((name, causal, "sdpa_cudnn_bf16", "end_to_end"))
+                # Results written after the bench named its two sources apart carry ":pack"
+                # (the carried pack this script compares with); older ones do not.
+                for name in (f"captured:{f.stem}{suffix}:pack", f"captured:{f.stem}{suffix}"):
+                    g = first.get((name, causal, method, "end_to_end"))
+                    y = first.get((name, causal, "sdpa_cudnn_bf16", "end_to_end"))
+                    if g and y:
+                        break
                 m = model.get((f.stem, causal, spec))
                 if not (g and y and m and g.get("rmse") and y.get("rmse")):
                     continue
