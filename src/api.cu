@@ -253,15 +253,22 @@ fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t str
   kp.ob_stride_b = p.ob_stride_b;
   kp.ob_stride_h = p.ob_stride_h;
 
+  // The shared-memory opt-in is a property of the kernel in each device's context: set it once
+  // per (instantiation, device), so that a process driving several GPUs launches on all of them.
   constexpr int kSmem = sizeof(SharedStorage<Cfg>) + 1024;
-  static std::once_flag once;
-  static cudaError_t attr_err = cudaSuccess;
-  std::call_once(once, [] {
-    attr_err = cudaFuncSetAttribute(attention_fwd_kernel<Cfg>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  constexpr int kMaxDevices = 64;
+  static std::once_flag once[kMaxDevices];
+  static cudaError_t attr_err[kMaxDevices] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
+    return fail(FP8ATTN_ERROR_CUDA, "cudaGetDevice failed or device index >= 64");
+  std::call_once(once[dev], [dev] {
+    attr_err[dev] = cudaFuncSetAttribute(attention_fwd_kernel<Cfg>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
-  if (attr_err != cudaSuccess)
-    return fail(FP8ATTN_ERROR_CUDA, std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(attr_err));
+  if (attr_err[dev] != cudaSuccess)
+    return fail(FP8ATTN_ERROR_CUDA,
+                std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(attr_err[dev]));
   // Default: one CTA per tile; the hardware block scheduler hands tiles out in order (heavy first
   // for causal). Persistent: one CTA per SM, tiles claimed from a counter zeroed on the stream.
   int grid = kp.num_tiles;

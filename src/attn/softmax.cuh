@@ -83,7 +83,8 @@ struct OnlineSoftmax {
     for (int i = 0; i < kRegs; ++i) {
       const int r = (i >> 1) & 1;
       const float x = fmaf(s[i], scale[r], neg_bias[r]);
-      const bool poly = kPolyExpEvery > 0 && (i / 4) % kPolyExpEvery == kPolyExpEvery - 1;
+      constexpr int kEvery = kPolyExpEvery > 0 ? kPolyExpEvery : 1;  // no % 0 when off
+      const bool poly = kPolyExpEvery > 0 && (i / 4) % kEvery == kEvery - 1;
       s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
       sum4[r][(i >> 2) & 3] += s[i];
     }
