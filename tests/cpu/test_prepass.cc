@@ -19,6 +19,7 @@
 #include "model/codecs.h"
 #include "model/prepass.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/seed.h"
 #include "model/reference.h"
 #include "model/safetensors.h"
 
@@ -27,11 +28,7 @@ namespace {
 
 constexpr int kD = 128;
 
-uint64_t fresh_seed(const char* what) {
-  const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
-  std::printf("[ seed ] %s: %llu\n", what, static_cast<unsigned long long>(seed));
-  return seed;
-}
+using fp8attn::test::fresh_seed;
 
 // BF16 codes of N(bias[c], 1) + rare N(0, 100) outliers (the FA3 outlier test with a channel
 // bias, as real K has).

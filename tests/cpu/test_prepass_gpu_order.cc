@@ -14,17 +14,14 @@
 
 #include "model/codecs.h"
 #include "model/prepass.h"
+#include "tests/common/seed.h"
 
 namespace fp8attn::model {
 namespace {
 
 constexpr int kD = 128;
 
-uint64_t fresh_seed(const char* what) {
-  const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
-  std::printf("[ seed ] %s: %llu\n", what, static_cast<unsigned long long>(seed));
-  return seed;
-}
+using fp8attn::test::fresh_seed;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 

@@ -19,6 +19,7 @@
 #include "model/codecs.h"
 #include "model/prepass.h"
 #include "tests/common/fixtures.h"
+#include "tests/common/seed.h"
 #include "tests/common/sm90.cuh"
 #include "model/safetensors.h"
 
@@ -86,11 +87,7 @@ void expect_same_bits(const std::vector<T>& gpu, const std::vector<T>& cpu, cons
   }
 }
 
-uint64_t fresh_seed(const char* what) {
-  const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
-  std::printf("[ seed ] %s: %llu\n", what, static_cast<unsigned long long>(seed));
-  return seed;
-}
+using fp8attn::test::fresh_seed;
 
 // N(bias_c, 1) with 0.1% N(0, 100) outliers, as BF16 codes.
 void fill_random(std::mt19937_64& rng, uint16_t* out, size_t n, float bias_std) {

@@ -26,6 +26,7 @@
 #include "model/codecs.h"
 #include "model/prepass.h"
 #include "model/reference.h"
+#include "tests/common/seed.h"
 #include "tests/common/sm90.cuh"
 
 namespace fm = fp8attn::model;
@@ -95,8 +96,7 @@ class QuantAttention : public ::testing::TestWithParam<Case> {};
 TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
   FP8ATTN_REQUIRE_SM90();
   const Case t = GetParam();
-  const uint64_t seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
-  std::printf("[ seed ] %llu\n", static_cast<unsigned long long>(seed));
+  const uint64_t seed = fp8attn::test::fresh_seed("end to end");
   std::mt19937_64 rng(seed);
   const size_t nq = size_t(t.b) * t.sq * t.h * kD, nkv = size_t(t.b) * t.sk * t.h_kv * kD;
   const std::vector<uint16_t> q1 = random_bf16(rng, nq, 0.5f), q2 = random_bf16(rng, nq, 0.5f);
