@@ -106,21 +106,46 @@ fp8attn_status check_params(const fp8attn_fwd_params* p) {
   return FP8ATTN_SUCCESS;
 }
 
-fp8attn_status check_device(int* num_sms) {
+// What a launch needs to know of the current device, read once per device with
+// cudaDeviceGetAttribute (cheap) and cached: launches must not pay for cudaGetDeviceProperties.
+struct DeviceInfo {
+  int num_sms = 0;
+  int l2_bytes = 0;
+  int major = 0, minor = 0;
+  std::string name;
+  cudaError_t error = cudaSuccess;
+};
+
+fp8attn_status check_device(DeviceInfo* out) {
+  constexpr int kMaxDevices = 64;
+  static std::once_flag once[kMaxDevices];
+  static DeviceInfo info[kMaxDevices];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     cudaGetLastError();
     return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE, "no CUDA device");
   }
-  cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
-    return fail(FP8ATTN_ERROR_CUDA, "cudaGetDeviceProperties failed");
-  if (prop.major != 9 || prop.minor != 0)
+  if (dev < 0 || dev >= kMaxDevices) return fail(FP8ATTN_ERROR_CUDA, "device index >= 64");
+  std::call_once(once[dev], [dev] {
+    DeviceInfo& d = info[dev];
+    cudaError_t e = cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, dev);
+    cudaDeviceProp prop;
+    if (e == cudaSuccess && !(d.major == 9 && d.minor == 0) &&
+        cudaGetDeviceProperties(&prop, dev) == cudaSuccess)  // only for the error message
+      d.name = prop.name;
+    d.error = e;
+  });
+  const DeviceInfo& d = info[dev];
+  if (d.error != cudaSuccess)
+    return fail(FP8ATTN_ERROR_CUDA, std::string("cudaDeviceGetAttribute: ") + cudaGetErrorString(d.error));
+  if (d.major != 9 || d.minor != 0)
     return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE,
                 std::string("needs an sm_90 (Hopper) device; device ") + std::to_string(dev) +
-                    " is " + prop.name + " (sm_" + std::to_string(prop.major) +
-                    std::to_string(prop.minor) + ")");
-  *num_sms = prop.multiProcessorCount;
+                    " is " + d.name + " (sm_" + std::to_string(d.major) + std::to_string(d.minor) + ")");
+  *out = d;
   return FP8ATTN_SUCCESS;
 }
 
@@ -157,13 +182,15 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
 //     rounding dominates; one-level allows 192-key blocks and runs ~12% faster)
 //   FP8ATTN_BLOCK_N=128|224: key block of the one-level E4M3 kernel (default 192)
 //   FP8ATTN_PERSISTENT=0|1: persistent CTAs with a dynamic tile counter (default 1)
-//   FP8ATTN_POLY_EXP_EVERY=4: every 4th group of 8 keys takes exp2 from a polynomial on the
+//   FP8ATTN_SCHED=section|head: causal tile order (scheduler.cuh), default section
+//   FP8ATTN_POLY_EXP_EVERY=4|8: every 4th (8th) group of 8 keys takes exp2 from a polynomial on the
 //     FMA pipe instead of MUFU (default 0: none; measured no gain, kept for study)
 struct KnobSettings {
   int two_level = -1;  // -1: follow the P precision
   int block_n = 192;
   bool persistent = true;
   int poly_exp_every = 0;
+  bool causal_sections = true;
 };
 const KnobSettings& knob_settings() {
   static const KnobSettings k = [] {
@@ -175,6 +202,7 @@ const KnobSettings& knob_settings() {
     }
     if (const char* e = std::getenv("FP8ATTN_PERSISTENT")) s.persistent = e[0] == '1';
     if (const char* e = std::getenv("FP8ATTN_POLY_EXP_EVERY")) s.poly_exp_every = std::atoi(e);
+    if (const char* e = std::getenv("FP8ATTN_SCHED")) s.causal_sections = std::string(e) != "head";
     return s;
   }();
   return k;
@@ -200,7 +228,7 @@ fp8attn_status tile_counter_slot(int** out) {
 }
 
 template <class Cfg>
-fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t stream) {
+fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, cudaStream_t stream) {
   using namespace fp8attn::attn;
   KernelParams kp{};
   {
@@ -230,6 +258,15 @@ fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t str
   if (tiles >= (int64_t{1} << 31)) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "too many tiles");
   kp.num_tiles = static_cast<int>(tiles);
   kp.causal = p.causal;
+  // Causal tile order (scheduler.cuh): sections of (batch, head) pairs whose K and V (E4M3,
+  // shared by q_per_kv query heads) take about half of L2.
+  kp.section_heads = 0;
+  if (p.causal && knob_settings().causal_sections) {
+    const int64_t kv_bytes_per_pair =
+        std::max<int64_t>(1, int64_t{p.seqlen_k} * 128 * 2 / (p.heads / p.heads_kv));
+    kp.section_heads = static_cast<int>(
+        std::clamp<int64_t>(int64_t{dev_info.l2_bytes} / 2 / kv_bytes_per_pair, 1, int64_t{p.batch} * p.heads));
+  }
   kp.softmax_scale_log2 = p.softmax_scale * 1.4426950408889634f;
   kp.o = static_cast<__nv_bfloat16*>(p.o);
   kp.o_stride_b = p.o_stride_b;
@@ -273,6 +310,7 @@ fp8attn_status launch(const fp8attn_fwd_params& p, int num_sms, cudaStream_t str
   // for causal). Persistent: one CTA per SM, tiles claimed from a counter zeroed on the stream.
   int grid = kp.num_tiles;
   kp.tile_counter = nullptr;
+  const int num_sms = dev_info.num_sms;
   if (knob_settings().persistent && kp.num_tiles > num_sms) {
     int* counter = nullptr;
     const fp8attn_status cs = tile_counter_slot(&counter);
@@ -328,8 +366,8 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   fp8attn_status s = check_params(params);
   if (s != FP8ATTN_SUCCESS) return s;
   if (params->batch == 0 || params->seqlen_q == 0) return FP8ATTN_SUCCESS;
-  int num_sms = 0;
-  s = check_device(&num_sms);
+  DeviceInfo dev_info;
+  s = check_device(&dev_info);
   if (s != FP8ATTN_SUCCESS) return s;
   using namespace fp8attn::attn;
   const auto st = static_cast<cudaStream_t>(stream);
@@ -342,22 +380,23 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   if (params->p_precision == FP8ATTN_P_E4M3_HILO) {
     constexpr PPrecision P = PPrecision::kE4M3HiLo;
     if (knobs.two_level != 0) {
-      if (poly == 4) return launch<Config<P, true, 128, 2, 4>>(*params, num_sms, st);
-      return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+      if (poly == 4) return launch<Config<P, true, 128, 2, 4>>(*params, dev_info, st);
+      return launch<Config<P, true, 128, 2>>(*params, dev_info, st);
     }
-    if (block128) return launch<Config<P, false, 128, 3>>(*params, num_sms, st);
-    if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, num_sms, st);
-    return launch<Config<P, false, 192, 2>>(*params, num_sms, st);
+    if (block128) return launch<Config<P, false, 128, 3>>(*params, dev_info, st);
+    if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, dev_info, st);
+    return launch<Config<P, false, 192, 2>>(*params, dev_info, st);
   }
   constexpr PPrecision P = PPrecision::kE4M3;
   if (knobs.two_level == 1) {
-    if (poly == 4) return launch<Config<P, true, 128, 2, 4>>(*params, num_sms, st);
-    return launch<Config<P, true, 128, 2>>(*params, num_sms, st);
+    if (poly == 4) return launch<Config<P, true, 128, 2, 4>>(*params, dev_info, st);
+    return launch<Config<P, true, 128, 2>>(*params, dev_info, st);
   }
-  if (block128) return launch<Config<P, false, 128, 3>>(*params, num_sms, st);
-  if (knobs.block_n == 224) return launch<Config<P, false, 224, 2>>(*params, num_sms, st);
-  if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, num_sms, st);
-  return launch<Config<P, false, 192, 2>>(*params, num_sms, st);
+  if (block128) return launch<Config<P, false, 128, 3>>(*params, dev_info, st);
+  if (knobs.block_n == 224) return launch<Config<P, false, 224, 2>>(*params, dev_info, st);
+  if (poly == 8) return launch<Config<P, false, 192, 2, 8>>(*params, dev_info, st);
+  if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, dev_info, st);
+  return launch<Config<P, false, 192, 2>>(*params, dev_info, st);
 }
 
 const char* fp8attn_last_error(void) { return g_last_error.c_str(); }

@@ -201,27 +201,38 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
 
 // ---------------------------------------------------------------------------------------------
 // Epilogue: BF16 O and FP32 LSE from registers.
-template <class Cfg>
-__device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
-                                         const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm) {
-  const float (&o)[PVAccumulator<Cfg>::kRegs] = acc.o;
-  float inv_l[2];
-  sm.finalize(inv_l);
-  const int kv_head = tile.head / p.q_per_kv;
-  const int q4 = threadIdx.x % 4;
+// The per-channel factors of this thread's 32 output columns (V's descale and o_bias). Loaded
+// before the tile's last P V product is issued, so their latency hides under it.
+struct EpilogueOperands {
   float vd[32], ob[32];
+  __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile) {
+    const int kv_head = tile.head / p.q_per_kv;
+    const int q4 = threadIdx.x % 4;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 16; ++i) {
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int c = 8 * i + 2 * q4 + e;
-      vd[2 * i + e] = load_or_one(p.v_descale, tile.batch * p.vd_stride_b +
-                                                   kv_head * p.vd_stride_h + c * p.vd_stride_d);
-      ob[2 * i + e] = p.o_bias ? __ldg(p.o_bias + tile.batch * p.ob_stride_b +
-                                       kv_head * p.ob_stride_h + c)
-                               : 0.f;
+      for (int e = 0; e < 2; ++e) {
+        const int c = 8 * i + 2 * q4 + e;
+        vd[2 * i + e] = load_or_one(p.v_descale, tile.batch * p.vd_stride_b +
+                                                     kv_head * p.vd_stride_h + c * p.vd_stride_d);
+        ob[2 * i + e] = p.o_bias ? __ldg(p.o_bias + tile.batch * p.ob_stride_b +
+                                         kv_head * p.ob_stride_h + c)
+                                 : 0.f;
+      }
     }
   }
+};
+
+template <class Cfg>
+__device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
+                                         const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm,
+                                         const EpilogueOperands& eo) {
+  const float (&o)[PVAccumulator<Cfg>::kRegs] = acc.o;
+  const float (&vd)[32] = eo.vd;
+  const float (&ob)[32] = eo.ob;
+  float inv_l[2];
+  sm.finalize(inv_l);
+  const int q4 = threadIdx.x % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
@@ -279,8 +290,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     softmax.init();
     PVAccumulator<Cfg> acc;
     acc.zero();
+    EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
-      epilogue<Cfg>(p, tile, row0, acc, softmax);
+      eo.load(p, tile);
+      epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
       continue;
     }
 
@@ -368,7 +381,9 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // Every QK^T of the tile has completed: Q may be overwritten.
     release(&sm.q_empty);
 
-    // Drain: PV of the first block.
+    // Drain: PV of the first block. The epilogue's operands are fetched first (S is dead, so
+    // their registers are free) and arrive while the last P V runs.
+    eo.load(p, tile);
     ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     fence_regs(pf.hi);
@@ -382,7 +397,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     release(&sm.v_empty[KV::stage_of(it_k - 1)]);
     acc.after_wait(alpha);
 
-    epilogue<Cfg>(p, tile, row0, acc, softmax);
+    epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
     q_phase ^= 1;
   }
 }

@@ -16,6 +16,10 @@ struct KernelParams {
   int num_m_blocks, num_tiles;
   int* tile_counter;  // persistent scheduling: zeroed before the launch; nullptr = one tile per CTA
   int causal;
+  // Causal tile order: (batch, head) pairs are taken in sections of this many, sized so that a
+  // section's K and V fit in about half of L2; inside a section, query blocks go longest first
+  // across all its heads. 0: head-major (each head's query blocks in turn, longest first).
+  int section_heads;
   float softmax_scale_log2;  // softmax_scale * log2(e)
 
   __nv_bfloat16* o;

@@ -1,6 +1,12 @@
-// Which (query block, head, batch) a CTA works on. Tiles of one (batch, head) are adjacent in the
-// order, so CTAs running at the same time share K/V in L2. Causal: inside a head, the query
-// blocks that see the most keys come first (longest first), so short tiles fill the tail.
+// Which (query block, head, batch) a CTA works on.
+//   non-causal: head-major: the tiles of one (batch, head) are adjacent, so CTAs running at the
+//               same time share K/V in L2 (all tiles cost the same).
+//   causal:     longest first across a section of (batch, head) pairs whose K/V fit in L2:
+//               query block M-1 of every pair of the section, then M-2, ... The CTAs running at
+//               the same time read the section's K/V (L2 hits), and the tiles at the end of the
+//               order (the last section's first query blocks) are the shortest, so the dynamic
+//               scheduler ends with little imbalance. Head-major with longest first inside a head
+//               (section_heads = 0) ends with the last head's long tiles running beside idle SMs.
 #pragma once
 #include "attn/params.h"
 
@@ -13,9 +19,20 @@ struct Tile {
 // Tile order: t -> (m_block, head, batch).
 struct TileScheduler {
   __device__ static Tile at(const KernelParams& p, int t) {
-    const int bh = t / p.num_m_blocks;
-    int m = t % p.num_m_blocks;
-    if (p.causal) m = p.num_m_blocks - 1 - m;
+    int bh, m;
+    if (p.causal && p.section_heads > 0) {
+      const int per_section = p.section_heads * p.num_m_blocks;
+      const int section = t / per_section;
+      const int bh0 = section * p.section_heads;
+      const int pairs = min(p.section_heads, p.batch * p.heads - bh0);
+      const int idx = t - section * per_section;
+      m = p.num_m_blocks - 1 - idx / pairs;
+      bh = bh0 + idx % pairs;
+    } else {
+      bh = t / p.num_m_blocks;
+      m = t % p.num_m_blocks;
+      if (p.causal) m = p.num_m_blocks - 1 - m;
+    }
     return Tile{m, bh % p.heads, bh / p.heads};
   }
   // CTA i starts with tile i. Persistent (tile_counter set): the producer claims the next tile

@@ -32,14 +32,14 @@ struct OnlineSoftmax {
     row_sum[0] = row_sum[1] = 0.f;
   }
 
-  // Score i of this thread, or -inf where the key is masked. key0: first key of the block;
+  // Score i of this thread, or -inf where the key is masked. Key i of this thread is key0 +
+  // 2*(lane%4) + 8*(i/4) + (i&1); room[r] = limit[r] - key0 - 2*(lane%4) is computed once per block,
+  // so each score costs one compare against a compile-time offset and one select.
   // limit[r]: first key row r must not see (min(sk, row + sk - sq + 1) if causal, else sk).
   template <bool kMask>
-  __device__ __forceinline__ static float score(const float (&s)[kRegs], int i, int key0,
-                                                const int (&limit)[2]) {
+  __device__ __forceinline__ static float score(const float (&s)[kRegs], int i, const int (&room)[2]) {
     if constexpr (kMask) {
-      const int key = key0 + 2 * (threadIdx.x % 4) + 8 * (i / 4) + (i & 1);
-      return key < limit[(i >> 1) & 1] ? s[i] : -INFINITY;
+      return 8 * (i / 4) + (i & 1) < room[(i >> 1) & 1] ? s[i] : -INFINITY;
     } else {
       return s[i];
     }
@@ -58,9 +58,12 @@ struct OnlineSoftmax {
     for (int r = 0; r < 2; ++r)
 #pragma unroll
       for (int k = 0; k < 4; ++k) mx4[r][k] = -INFINITY;
+    int room[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) room[r] = limit[r] - key0 - 2 * static_cast<int>(threadIdx.x % 4);
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
-      s[i] = score<kMask>(s, i, key0, limit);
+      s[i] = score<kMask>(s, i, room);
       mx4[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx4[(i >> 1) & 1][(i >> 2) & 3], s[i]);
     }
     float mx[2];
