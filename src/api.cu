@@ -182,6 +182,8 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
 //     rounding dominates; one-level allows 192-key blocks and runs ~12% faster)
 //   FP8ATTN_BLOCK_N=128|224: key block of the one-level E4M3 kernel (default 192)
 //   FP8ATTN_PERSISTENT=0|1: persistent CTAs with a dynamic tile counter (default 1)
+//   FP8ATTN_VARIANT=lazy-max|ablate-nosoftmax|ablate-noexp|ablate-nopv: softmax variant of the
+//     one-level 192-key E4M3 kernel (config.h); the ablations give WRONG results (timing probes)
 //   FP8ATTN_SCHED=section|head: causal tile order (scheduler.cuh), default section
 //   FP8ATTN_POLY_EXP_EVERY=4|8: every 4th (8th) group of 8 keys takes exp2 from a polynomial on the
 //     FMA pipe instead of MUFU (default 0: none; measured no gain, kept for study)
@@ -191,6 +193,7 @@ struct KnobSettings {
   bool persistent = true;
   int poly_exp_every = 0;
   bool causal_sections = true;
+  int variant = 0;  // attn::Variant of the one-level 192-key E4M3 kernel
 };
 const KnobSettings& knob_settings() {
   static const KnobSettings k = [] {
@@ -203,6 +206,14 @@ const KnobSettings& knob_settings() {
     if (const char* e = std::getenv("FP8ATTN_PERSISTENT")) s.persistent = e[0] == '1';
     if (const char* e = std::getenv("FP8ATTN_POLY_EXP_EVERY")) s.poly_exp_every = std::atoi(e);
     if (const char* e = std::getenv("FP8ATTN_SCHED")) s.causal_sections = std::string(e) != "head";
+    if (const char* e = std::getenv("FP8ATTN_VARIANT")) {
+      const std::string v(e);
+      s.variant = v == "lazy-max"           ? fp8attn::attn::kVariantLazyMax
+                  : v == "ablate-nosoftmax" ? fp8attn::attn::kAblateNoSoftmax
+                  : v == "ablate-noexp"     ? fp8attn::attn::kAblateNoExp
+                  : v == "ablate-nopv"      ? fp8attn::attn::kAblateNoPV
+                                            : fp8attn::attn::kVariantDefault;
+    }
     return s;
   }();
   return k;
@@ -395,6 +406,13 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   if (block128) return launch<Config<P, false, 128, 3>>(*params, dev_info, st);
   if (knobs.block_n == 224) return launch<Config<P, false, 224, 2>>(*params, dev_info, st);
   if (poly == 8) return launch<Config<P, false, 192, 2, 8>>(*params, dev_info, st);
+  switch (knobs.variant) {
+    case kVariantLazyMax: return launch<Config<P, false, 192, 2, 0, kVariantLazyMax>>(*params, dev_info, st);
+    case kAblateNoSoftmax: return launch<Config<P, false, 192, 2, 0, kAblateNoSoftmax>>(*params, dev_info, st);
+    case kAblateNoExp: return launch<Config<P, false, 192, 2, 0, kAblateNoExp>>(*params, dev_info, st);
+    case kAblateNoPV: return launch<Config<P, false, 192, 2, 0, kAblateNoPV>>(*params, dev_info, st);
+    default: break;
+  }
   if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, dev_info, st);
   return launch<Config<P, false, 192, 2>>(*params, dev_info, st);
 }

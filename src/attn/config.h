@@ -7,8 +7,22 @@ namespace fp8attn::attn {
 // P's precision in the P @ V product (see fp8attn_p_precision in the public header).
 enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
 
-template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, int kPolyExpEvery_ = 0>
+// Softmax variants (kVariant). kLazyMax: the block's exponentials start from the running max
+// before the block's own max is known; the max (and O) are rescaled only when the block's max
+// exceeds the running max by more than kLazyMaxSlack (see softmax.cuh). The kAblate* variants
+// compute WRONG results on purpose: timing probes that remove one stage (tools/kernel_probe).
+enum Variant : int {
+  kVariantDefault = 0,
+  kVariantLazyMax = 1,
+  kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
+  kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)
+  kAblateNoPV = 13,       // the P V wgmma is not issued
+};
+
+template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, int kPolyExpEvery_ = 0,
+          int kVariant_ = kVariantDefault>
 struct Config {
+  static constexpr int kVariant = kVariant_;
   // Every kPolyExpEvery-th group of 8 keys takes its exponentials from a polynomial on the FMA
   // pipe instead of MUFU (0 = none): MUFU's 16 results/clk/SM equal the FP8 tensor rate at
   // d = 128, so moving a share off it leaves slack for the overlap.

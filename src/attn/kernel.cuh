@@ -26,7 +26,7 @@
 namespace fp8attn::attn {
 
 template <class Cfg>
-using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery>;
+using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery, Cfg::kVariant>;
 
 // Position in a ring of kStages buffers and the parity of the barrier phase to wait for.
 // Ring position of the it-th block through a kStages-deep ring, and the parity of its phase.
@@ -161,6 +161,7 @@ struct PVAccumulator {
     }
   }
   __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr) {
+    if constexpr (Cfg::kVariant == kAblateNoPV) return;
     if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
     else issue_pv<Cfg, true>(o, pf, v_addr);
   }
@@ -366,7 +367,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       release(&sm.k_empty[KV::stage_of(it_k)]);
       block_scale(n, scale);
       if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
-      else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      else if (Cfg::kVariant != kVariantLazyMax || n == kr.n_mask_lo - 1)
+        softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      else  // every row has seen the whole block n + 1 (unmasked): all running maxima are finite
+        softmax.step_lazy(s, scale, alpha_next);
 
       ptx::wgmma_wait<0>();  // O_{n+1} ready
       fence_regs(pf.hi);

@@ -15,13 +15,18 @@
 #pragma once
 #include <cmath>
 
+#include "attn/config.h"
 #include "ptx/convert.cuh"
 
 namespace fp8attn::attn {
 
 constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
+// kVariantLazyMax: a block whose max exceeds the running max m by at most this much (log2 units)
+// keeps m, so its p reach 2^(8 + 0.75) = 430 < 448 (E4M3's largest finite value).
+constexpr float kLazyMaxSlack = 0.75f;
+constexpr float kLazyMaxP = 430.f;  // 2^(8 + kLazyMaxSlack), rounded down
 
-template <int kBlockN, int kPolyExpEvery>
+template <int kBlockN, int kPolyExpEvery, int kVariant = kVariantDefault>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   float row_max[2];  // m, log2 units; -inf until a visible key is seen
@@ -51,6 +56,10 @@ struct OnlineSoftmax {
   template <bool kMask>
   __device__ __forceinline__ void step(float (&s)[kRegs], int key0, const int (&limit)[2],
                                        const float (&scale)[2], float (&o_rescale)[2]) {
+    if constexpr (kVariant == kAblateNoSoftmax) {
+      o_rescale[0] = o_rescale[1] = 1.f;
+      return;
+    }
     // Four independent partial maxima (and sums, below) per row: one running value per row would
     // be a chain of kRegs/2 dependent instructions, and ncu shows the consumers latency bound.
     float mx4[2][4];
@@ -88,12 +97,58 @@ struct OnlineSoftmax {
       const float x = fmaf(s[i], scale[r], neg_bias[r]);
       constexpr int kEvery = kPolyExpEvery > 0 ? kPolyExpEvery : 1;  // no % 0 when off
       const bool poly = kPolyExpEvery > 0 && (i / 4) % kEvery == kEvery - 1;
-      s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
+      if constexpr (kVariant == kAblateNoExp) s[i] = x;
+      else s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
       sum4[r][(i >> 2) & 3] += s[i];
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r)
       row_sum[r] = row_sum[r] * o_rescale[r] + ((sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]));
+  }
+
+  // kVariantLazyMax, for blocks that every row sees whole and after every row has a finite
+  // running max m (the caller guarantees both: blocks below the first unmasked one):
+  //   p = exp2(S * scale - (m - 8)) right away, the block's max M alongside, off the
+  //   exponentials' dependency chain;
+  //   M <= m + kLazyMaxSlack (the common case once the first blocks are seen): m stays, O is not
+  //     rescaled, p <= 2^8.75;
+  //   otherwise m' = M and the row's p (and its block sum) are multiplied by exp2(m - m'), the
+  //     factor O is rescaled by: the eager step's result up to one rounding.
+  __device__ __forceinline__ void step_lazy(float (&s)[kRegs], const float (&scale)[2],
+                                            float (&o_rescale)[2]) {
+    const float neg_bias[2] = {kPOffsetLog2 - row_max[0], kPOffsetLog2 - row_max[1]};
+    float pmax2[2][2], sum4[2][4];  // the block's max is taken over p (exp2 is monotone)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      pmax2[r][0] = pmax2[r][1] = 0.f;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) sum4[r][k] = 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) {
+      const int r = (i >> 1) & 1;
+      // TODO(lazy-max): p beyond 2^126 is clamped here; a real version must recompute the block.
+      s[i] = ptx::exp2_approx(fminf(fmaf(s[i], scale[r], neg_bias[r]), 126.f));
+      pmax2[r][(i >> 2) & 1] = fmaxf(pmax2[r][(i >> 2) & 1], s[i]);
+      sum4[r][(i >> 2) & 3] += s[i];
+    }
+    float factor[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = fmaxf(pmax2[r][0], pmax2[r][1]);
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+      const bool keep = mx <= kLazyMaxP;
+      factor[r] = keep ? 1.f : 256.f / mx;
+      if (!keep) row_max[r] += __log2f(mx) - kPOffsetLog2;
+      o_rescale[r] = factor[r];
+      const float blk_sum = (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
+      row_sum[r] = (row_sum[r] + blk_sum) * factor[r];
+    }
+    if (__any_sync(0xffffffff, factor[0] != 1.f || factor[1] != 1.f)) {
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i) s[i] *= factor[(i >> 1) & 1];
+    }
   }
 
   // p (FP32, accumulator layout) -> E4M3 A-fragments of the PV wgmma. k-step j consumes keys

@@ -88,12 +88,14 @@ def main():
                              local_producer=sum(i >= dealloc for i in local))
 
     def short(n):
-        m = re.search(r"PPrecisionE(\d)ELb(\d)ELi(\d+)ELi(\d+)ELi(\d+)", n)
+        m = re.search(r"PPrecisionE(\d)ELb(\d)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)", n)
         if not m:
             return n
-        p, two, bn, st, poly = m.groups()
+        p, two, bn, st, poly, variant = m.groups()
+        names = {"0": "default", "1": "lazy-max", "11": "ablate-nosoftmax(timing only)",
+                 "12": "ablate-noexp(timing only)", "13": "ablate-nopv(timing only)"}
         return (f"P={'e4m3' if p == '0' else 'e4m3_hilo'} accumulation={'two-level' if two == '1' else 'one-level'} "
-                f"block_n={bn} stages={st} poly_exp_every={poly}")
+                f"block_n={bn} stages={st} poly_exp_every={poly} variant={names.get(variant, variant)}")
 
     lines = [f"# compiler evidence for the attention kernels (tools/compiler_report/report.py)",
              f"# command: python3 tools/compiler_report/report.py ; nvcc: {sh('nvcc --version').stdout.splitlines()[-1]}",
