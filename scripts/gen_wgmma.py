@@ -7,7 +7,7 @@ invites typos, so this script writes them. Run: python3 scripts/gen_wgmma.py
 import pathlib
 
 SS_N = (128, 192, 224)  # QK^T: N = keys per block
-RS_N = (128,)  # PV: N = head dim
+RS_N = (128, 8)  # PV: N = head dim; N = 8: row sums of P against a block of ones
 
 
 def operands(nreg, first=0):

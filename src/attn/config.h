@@ -14,6 +14,10 @@ enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
 enum Variant : int {
   kVariantDefault = 0,
   kVariantLazyMax = 1,
+  // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
+  // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
+  // the FP32 l once per block: 96 FADD per thread per block leave the softmax.
+  kVariantTcRowSum = 2,
   kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
   kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)
   kAblateNoPV = 13,       // the P V wgmma is not issued
@@ -70,6 +74,8 @@ struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t q[Cfg::kTileBytesQ];
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
+  // E4M3 ones (0x38): the B operand of the row-sum wgmma (kVariantTcRowSum). Any layout reads 1.
+  alignas(1024) uint8_t ones[Cfg::kVariant == kVariantTcRowSum ? 1024 : 16];
   uint64_t q_full, q_empty;
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];

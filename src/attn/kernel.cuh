@@ -142,8 +142,11 @@ template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
   static constexpr int kRegs = 64;
+  static constexpr bool kTcRowSum = Cfg::kVariant == kVariantTcRowSum;
   float o[kRegs];
   float o_blk[kTwoLevel ? kRegs : 1];
+  float l_blk[4];  // kTcRowSum: this block's row sums of P (fresh each block)
+  uint32_t ones_addr = 0;
 
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -164,6 +167,14 @@ struct PVAccumulator {
     if constexpr (Cfg::kVariant == kAblateNoPV) return;
     if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
     else issue_pv<Cfg, true>(o, pf, v_addr);
+    if constexpr (kTcRowSum) {
+      const uint64_t d1 = ptx::make_desc_kmajor<64>(ones_addr);
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
+        const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
+        ptx::wgmma_rs(l_blk, a, d1, kk > 0);
+      }
+    }
   }
   // After the PV wgmma has completed.
   __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
@@ -176,6 +187,10 @@ struct PVAccumulator {
     } else {
 #pragma unroll
       for (int i = 0; i < kRegs; ++i) ptx::fence_operand(o[i]);
+    }
+    if constexpr (kTcRowSum) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ptx::fence_operand(l_blk[i]);
     }
   }
 };
@@ -291,6 +306,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     softmax.init();
     PVAccumulator<Cfg> acc;
     acc.zero();
+    acc.ones_addr = ptx::smem_addr(sm.ones);
     EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
       eo.load(p, tile);
@@ -378,6 +394,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       release(&sm.v_empty[KV::stage_of(it_k - 1)]);
       ++it_k;
       acc.after_wait(alpha);
+      if constexpr (Cfg::kVariant == kVariantTcRowSum) softmax.add_block_sum(acc.l_blk, alpha_next);
       Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
@@ -400,6 +417,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     ptx::wgmma_wait<0>();
     release(&sm.v_empty[KV::stage_of(it_k - 1)]);
     acc.after_wait(alpha);
+    if constexpr (Cfg::kVariant == kVariantTcRowSum) {
+      const float one[2] = {1.f, 1.f};
+      softmax.add_block_sum(acc.l_blk, one);
+    }
 
     epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
     q_phase ^= 1;
@@ -433,6 +454,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
       ptx::mbar_init(&sm.v_empty[s], kConsumerWarps);
     }
     ptx::mbar_fence_init();
+  }
+  if constexpr (Cfg::kVariant == kVariantTcRowSum) {
+    for (int i = threadIdx.x; i < static_cast<int>(sizeof(sm.ones)) / 4; i += Cfg::kThreads)
+      reinterpret_cast<uint32_t*>(sm.ones)[i] = 0x38383838u;  // E4M3 1.0
+    ptx::fence_proxy_async_shared();  // visible to the wgmma (async proxy)
   }
   __syncthreads();
 

@@ -99,11 +99,14 @@ struct OnlineSoftmax {
       const bool poly = kPolyExpEvery > 0 && (i / 4) % kEvery == kEvery - 1;
       if constexpr (kVariant == kAblateNoExp) s[i] = x;
       else s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
-      sum4[r][(i >> 2) & 3] += s[i];
+      if constexpr (kVariant != kVariantTcRowSum) sum4[r][(i >> 2) & 3] += s[i];
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
-      row_sum[r] = row_sum[r] * o_rescale[r] + ((sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]));
+    for (int r = 0; r < 2; ++r) {
+      // kVariantTcRowSum: the block's sum arrives from the tensor core (add_block_sum).
+      if constexpr (kVariant == kVariantTcRowSum) row_sum[r] *= o_rescale[r];
+      else row_sum[r] = row_sum[r] * o_rescale[r] + ((sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]));
+    }
   }
 
   // kVariantLazyMax, for blocks that every row sees whole and after every row has a finite
@@ -148,6 +151,17 @@ struct OnlineSoftmax {
     if (__any_sync(0xffffffff, factor[0] != 1.f || factor[1] != 1.f)) {
 #pragma unroll
       for (int i = 0; i < kRegs; ++i) s[i] *= factor[(i >> 1) & 1];
+    }
+  }
+
+  // kVariantTcRowSum: a block's sum of rounded P from the m64n8 accumulator (all 8 columns hold
+  // the row sum; d[0] is row r0, d[2] row r0 + 8), in the units of the max it was made with;
+  // `rescale` carries it to the current max. Every thread of the quad holds the whole row sum,
+  // so finalize's quad reduction must not add it up four times: it is added to lane q4 == 0 only.
+  __device__ __forceinline__ void add_block_sum(const float (&l_blk)[4], const float (&rescale)[2]) {
+    if (threadIdx.x % 4 == 0) {
+      row_sum[0] = fmaf(l_blk[0], rescale[0], row_sum[0]);
+      row_sum[1] = fmaf(l_blk[2], rescale[1], row_sum[1]);
     }
   }
 
