@@ -180,6 +180,7 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
   opt.hadamard_qk = sc.prepass_hadamard;
   opt.q_scale = sc.prepass_q_block ? FP8ATTN_Q_SCALE_BLOCK128 : FP8ATTN_Q_SCALE_TOKEN;
   opt.v_scale = sc.prepass_v_head ? FP8ATTN_V_SCALE_HEAD : FP8ATTN_V_SCALE_CHANNEL;
+  opt.k_scale = sc.prepass_k_head ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
   opt.hadamard_seed = sc.hadamard_seed;
   const KvCacheHost cache = prepass_kv(contiguous_view(kb, k.b, k.s, k.h, k.d),
                                        contiguous_view(vb, v.b, v.s, v.h, v.d), opt);
@@ -190,12 +191,21 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
   p.k = from_codes(cache.k, k.b, k.s, k.h, k.d);
   p.v = from_codes(vt_to_v(cache.vt.data(), v.b, v.h, v.s, cache.vt_seqlen_pad), v.b, v.s, v.h, v.d);
   p.q_scale = qq.q_descale;
-  p.k_scale = cache.k_descale;
+  // The engine takes k_scale per block of its block_n keys; a per-head descale (every 128-key
+  // entry of a head equal) is laid out again for that.
+  const int nkb = (k.s + 127) / 128;
+  if (sc.prepass_k_head) {
+    const int nb = (k.s + sc.numerics.block_n - 1) / sc.numerics.block_n;
+    p.k_scale.resize(static_cast<size_t>(k.b) * k.h * nb);
+    for (size_t bh = 0; bh < static_cast<size_t>(k.b) * k.h; ++bh)
+      for (int n = 0; n < nb; ++n) p.k_scale[bh * nb + n] = cache.k_descale[bh * nkb];
+  } else {
+    p.k_scale = cache.k_descale;
+  }
   p.v_scale = cache.v_descale;
   if (opt.smooth_k) p.lse_bias = qq.lse_bias;
   if (opt.smooth_v) p.o_bias = cache.v_mean;
   // Dequantized: x = code * descale at the kernel's granularities.
-  const int nkb = (k.s + 127) / 128;
   p.q_deq = p.q;
   p.k_deq = p.k;
   p.v_deq = p.v;
@@ -208,7 +218,7 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
     for (int s = 0; s < k.s; ++s)
       for (int h = 0; h < k.h; ++h)
         for (int c = 0; c < k.d; ++c) {
-          p.k_deq(b, s, h, c) *= p.k_scale[(static_cast<size_t>(b) * k.h + h) * nkb + s / 128];
+          p.k_deq(b, s, h, c) *= cache.k_descale[(static_cast<size_t>(b) * k.h + h) * nkb + s / 128];
           p.v_deq(b, s, h, c) *= p.v_scale[(static_cast<size_t>(b) * k.h + h) * k.d + c];
         }
   return p;

@@ -19,8 +19,6 @@ namespace fp8attn::model {
 namespace {
 
 constexpr int kHeadDim = 128;
-constexpr int kLanes = 8;              // GPU threads per 128-value row
-constexpr int kLaneValues = kHeadDim / kLanes;
 constexpr float kHadamardDescale = 0.0078125f;  // 1/128: H_128 unnormalized, taken out on K
 
 void require(bool ok, const std::string& what) {
@@ -39,15 +37,12 @@ float bf16(uint16_t code) { return bf16_to_float(code); }
 
 float max_of(float a, float b) { return b > a ? b : a; }  // fmaxf on non-NaN inputs
 
-// Row r of a (batch, head) slice: its 128 values after smoothing and rotation, as the GPU holds
-// them in registers before the amax.
-void transformed_row(const Bf16View& x, int b, int s, int h, const float* mean, bool rotate,
-                     uint64_t seed, float* out) {
-  for (int c = 0; c < kHeadDim; ++c) {
-    float f = bf16(x.at(b, s, h, c));
-    if (mean) f = f - mean[c];
-    out[c] = f;
-  }
+// Row s of head h: float(bf16), then the rotation (signs and butterflies) when `rotate`; the K
+// mean is subtracted after the rotation (K is rotated first, then smoothed in the rotated basis:
+// the statistics of the rotated rows then give the exact amax of a per-head scale).
+void transformed_row(const Bf16View& x, int b, int s, int h, bool rotate, uint64_t seed,
+                     float* out) {
+  for (int c = 0; c < kHeadDim; ++c) out[c] = bf16(x.at(b, s, h, c));
   if (rotate) hadamard_rotate_128(out, seed);
 }
 
@@ -55,6 +50,12 @@ float row_amax(const float* row) {
   float m = 0.0f;
   for (int c = 0; c < kHeadDim; ++c) m = max_of(m, std::fabs(row[c]));
   return m;
+}
+
+// The amax of x - mean over every row of a channel from its max and min (exact: rounding is
+// monotone), or of x itself when not smoothed.
+float channel_amax(float max, float min, float mean, bool smoothed) {
+  return smoothed ? max_of(max - mean, mean - min) : max_of(max, -min);
 }
 
 }  // namespace
@@ -92,6 +93,42 @@ GroupScale group_scale(float amax) {
   return {kE4M3Max / amax, amax / kE4M3Max};
 }
 
+ChannelStats channel_stats(const float* rows, int n) {
+  constexpr int kChunk = FP8ATTN_QUANT_STATS_CHUNK, kGroup = kChunk * FP8ATTN_QUANT_STATS_GROUP;
+  ChannelStats st;
+  for (int c = 0; c < kHeadDim; ++c) {
+    float total = 0.0f, mx = -INFINITY, mn = INFINITY;
+    for (int g0 = 0; g0 < n; g0 += kGroup) {
+      float group = 0.0f;
+      for (int c0 = g0; c0 < std::min(n, g0 + kGroup); c0 += kChunk) {
+        float chunk = 0.0f;
+        for (int s = c0; s < std::min(n, c0 + kChunk); ++s) {
+          const float x = rows[static_cast<size_t>(s) * kHeadDim + c];
+          chunk = chunk + x;
+          mx = max_of(mx, x);
+          mn = x < mn ? x : mn;
+        }
+        group = group + chunk;
+      }
+      total = total + group;
+    }
+    st.sum[c] = total, st.max[c] = mx, st.min[c] = mn;
+  }
+  return st;
+}
+
+float lse_dot_128(const float* q, const float* mean) {
+  float chain[16];
+  for (int g = 0; g < 16; ++g) {
+    float acc = 0.0f;
+    for (int j = 0; j < 8; ++j) acc = std::fma(q[8 * g + j], mean[8 * g + j], acc);
+    chain[g] = acc;
+  }
+  float t[4];
+  for (int j = 0; j < 4; ++j) t[j] = (chain[j] + chain[4 + j]) + (chain[8 + j] + chain[12 + j]);
+  return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
 KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
                        int vt_seqlen_pad) {
   check_view(k, "k");
@@ -100,6 +137,8 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
           "k and v shapes differ");
   require(options.v_scale == FP8ATTN_V_SCALE_CHANNEL || options.v_scale == FP8ATTN_V_SCALE_HEAD,
           "unknown v_scale");
+  require(options.k_scale == FP8ATTN_K_SCALE_HEAD || options.k_scale == FP8ATTN_K_SCALE_BLOCK128,
+          "unknown k_scale");
   const int B = k.batch, S = k.seqlen, H = k.heads;
   const int min_pad = (S + FP8ATTN_VT_PAD - 1) / FP8ATTN_VT_PAD * FP8ATTN_VT_PAD;
   if (vt_seqlen_pad == 0) vt_seqlen_pad = min_pad;
@@ -116,8 +155,9 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
   out.v_descale.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
   out.k_mean.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
   out.v_mean.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
-  const int nchunks = (S + FP8ATTN_QUANT_STATS_CHUNK - 1) / FP8ATTN_QUANT_STATS_CHUNK;
   const bool rotate = options.hadamard_qk != 0;
+  const bool k_head = options.k_scale == FP8ATTN_K_SCALE_HEAD;
+  const float k_descale_factor = rotate ? kHadamardDescale : 1.0f;
 
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int b = 0; b < B; ++b) {
@@ -125,38 +165,20 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
       const size_t bh = static_cast<size_t>(b) * H + h;
       float* k_mean = &out.k_mean[bh * kHeadDim];
       float* v_mean = &out.v_mean[bh * kHeadDim];
-      // Channel statistics in the order of quant.h: chunk sums, run sums, total.
+      // K's rows as the fused pass holds them before smoothing: rotated when `rotate`.
+      std::vector<float> k_rows(static_cast<size_t>(S) * kHeadDim), v_rows(k_rows.size());
+      for (int s = 0; s < S; ++s) {
+        transformed_row(k, b, s, h, rotate, options.hadamard_seed, &k_rows[size_t(s) * kHeadDim]);
+        for (int c = 0; c < kHeadDim; ++c) v_rows[size_t(s) * kHeadDim + c] = bf16(v.at(b, s, h, c));
+      }
+
+      // Channel statistics (quant.h's order), means, V's scales.
+      const float n = static_cast<float>(S);
+      const ChannelStats vs = channel_stats(v_rows.data(), S);
       float v_amax[kHeadDim];
-      const int run = (nchunks + FP8ATTN_QUANT_STATS_SEGMENTS - 1) / FP8ATTN_QUANT_STATS_SEGMENTS;
-      std::vector<float> k_part(nchunks), v_part(nchunks);
       for (int c = 0; c < kHeadDim; ++c) {
-        float v_max = -INFINITY, v_min = INFINITY;
-        for (int ch = 0; ch < nchunks; ++ch) {
-          k_part[ch] = 0.0f, v_part[ch] = 0.0f;
-          const int end = std::min(S, (ch + 1) * FP8ATTN_QUANT_STATS_CHUNK);
-          for (int s = ch * FP8ATTN_QUANT_STATS_CHUNK; s < end; ++s) {
-            const float kv = bf16(k.at(b, s, h, c)), vv = bf16(v.at(b, s, h, c));
-            k_part[ch] = k_part[ch] + kv;
-            v_part[ch] = v_part[ch] + vv;
-            v_max = max_of(v_max, vv);
-            v_min = vv < v_min ? vv : v_min;
-          }
-        }
-        float k_sum = 0.0f, v_sum = 0.0f;
-        for (int seg = 0; seg < FP8ATTN_QUANT_STATS_SEGMENTS; ++seg) {
-          float k_run = 0.0f, v_run = 0.0f;
-          for (int ch = seg * run; ch < std::min(nchunks, (seg + 1) * run); ++ch) {
-            k_run = k_run + k_part[ch];
-            v_run = v_run + v_part[ch];
-          }
-          k_sum = k_sum + k_run;
-          v_sum = v_sum + v_run;
-        }
-        const float n = static_cast<float>(S);
-        k_mean[c] = options.smooth_k ? k_sum / n : 0.0f;
-        v_mean[c] = options.smooth_v ? v_sum / n : 0.0f;
-        v_amax[c] = options.smooth_v ? max_of(v_max - v_mean[c], v_mean[c] - v_min)
-                                     : max_of(v_max, -v_min);
+        v_mean[c] = options.smooth_v ? vs.sum[c] / n : 0.0f;
+        v_amax[c] = channel_amax(vs.max[c], vs.min[c], v_mean[c], options.smooth_v != 0);
       }
       if (options.v_scale == FP8ATTN_V_SCALE_HEAD) {
         float head_amax = v_amax[0];
@@ -169,27 +191,38 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
         v_inv[c] = g.inv;
         out.v_descale[bh * kHeadDim + c] = g.descale;
       }
+      float k_head_amax = 0.0f;
+      if (options.smooth_k || k_head) {
+        const ChannelStats ks = channel_stats(k_rows.data(), S);
+        for (int c = 0; c < kHeadDim; ++c) k_mean[c] = options.smooth_k ? ks.sum[c] / n : 0.0f;
+        for (int c = 0; c < kHeadDim; ++c) {
+          const float a = channel_amax(ks.max[c], ks.min[c], k_mean[c], options.smooth_k != 0);
+          k_head_amax = c == 0 ? a : max_of(k_head_amax, a);
+        }
+      }
 
-      // K: blocks of 128 keys share one scale.
-      std::vector<float> rows(static_cast<size_t>(FP8ATTN_K_SCALE_BLOCK) * kHeadDim);
+      // K: smoothed in the rotated basis; one scale per head (from the statistics) or per 128 keys.
+      if (options.smooth_k) {
+        for (int s = 0; s < S; ++s) {
+          float* row = &k_rows[size_t(s) * kHeadDim];
+          for (int c = 0; c < kHeadDim; ++c) row[c] = row[c] - k_mean[c];
+        }
+      }
       for (int blk = 0; blk < nblk; ++blk) {
         const int s0 = blk * FP8ATTN_K_SCALE_BLOCK;
         const int n_rows = std::min(FP8ATTN_K_SCALE_BLOCK, S - s0);
-        float amax = 0.0f;
-        for (int r = 0; r < n_rows; ++r) {
-          float* row = &rows[static_cast<size_t>(r) * kHeadDim];
-          transformed_row(k, b, s0 + r, h, options.smooth_k ? k_mean : nullptr, rotate,
-                          options.hadamard_seed, row);
-          amax = max_of(amax, row_amax(row));
+        float amax = k_head_amax;
+        if (!k_head) {
+          amax = 0.0f;
+          for (int r = 0; r < n_rows; ++r) amax = max_of(amax, row_amax(&k_rows[size_t(s0 + r) * kHeadDim]));
         }
         GroupScale g = group_scale(amax);
-        if (rotate) g.descale = g.descale * kHadamardDescale;
+        g.descale = g.descale * k_descale_factor;
         out.k_descale[bh * nblk + blk] = g.descale;
         for (int r = 0; r < n_rows; ++r) {
           uint8_t* dst = &out.k[((static_cast<size_t>(b) * S + s0 + r) * H + h) * kHeadDim];
-          for (int c = 0; c < kHeadDim; ++c) {
-            dst[c] = float_to_e4m3(rows[static_cast<size_t>(r) * kHeadDim + c] * g.inv);
-          }
+          const float* row = &k_rows[size_t(s0 + r) * kHeadDim];
+          for (int c = 0; c < kHeadDim; ++c) dst[c] = float_to_e4m3(row[c] * g.inv);
         }
       }
 
@@ -200,7 +233,7 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
           const int key = p / FP8ATTN_VT_KEY_GROUP * FP8ATTN_VT_KEY_GROUP +
                           fp8attn_vt_key_at(p % FP8ATTN_VT_KEY_GROUP);
           if (key >= S) continue;  // stays zero
-          float f = bf16(v.at(b, key, h, c));
+          float f = v_rows[size_t(key) * kHeadDim + c];
           if (options.smooth_v) f = f - v_mean[c];
           dst[p] = float_to_e4m3(f * v_inv[c]);
         }
@@ -240,7 +273,7 @@ QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scal
         float amax = 0.0f;
         for (int r = 0; r < n_rows; ++r) {
           float* row = &rows[static_cast<size_t>(r) * kHeadDim];
-          transformed_row(q, b, s0 + r, h, nullptr, rotate, cache.options.hadamard_seed, row);
+          transformed_row(q, b, s0 + r, h, rotate, cache.options.hadamard_seed, row);
           amax = max_of(amax, row_amax(row));
         }
         const GroupScale g = group_scale(amax);
@@ -252,20 +285,11 @@ QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scal
           }
           out.q_descale[bh * S + s] = g.descale;
           if (!bias) continue;
-          // q . k_mean as the GPU's 8 lanes form it: an FMA chain per lane, then a tree.
-          float lane_sum[kLanes];
-          for (int l = 0; l < kLanes; ++l) {
-            float acc = 0.0f;
-            for (int i = 0; i < kLaneValues; ++i) {
-              const int c = l * kLaneValues + i;
-              acc = std::fma(bf16(q.at(b, s, h, c)), k_mean[c], acc);
-            }
-            lane_sum[l] = acc;
-          }
-          for (int offset = kLanes / 2; offset > 0; offset /= 2) {
-            for (int l = 0; l < offset; ++l) lane_sum[l] = lane_sum[l] + lane_sum[l + offset];
-          }
-          out.lse_bias[bh * S + s] = softmax_scale * lane_sum[0];
+          // q . k_mean in the basis K was smoothed in: the rotated q (the FP32 values quantized
+          // above) when rotated, whose product carries H_128's factor 128 (taken out exactly).
+          float dot = lse_dot_128(&rows[static_cast<size_t>(r) * kHeadDim], k_mean);
+          if (rotate) dot = dot * kHadamardDescale;
+          out.lse_bias[bh * S + s] = softmax_scale * dot;
         }
       }
     }

@@ -66,6 +66,18 @@ DecodedOperands decode_operands(const QQuantHost& q, const KvCacheHost& kv);
 // In place on 128 values: the sign flips of `seed`, then the Walsh-Hadamard butterflies with
 // strides 1, 2, 4, ..., 64 (unnormalized: the result is sqrt(128) times an orthogonal rotation).
 void hadamard_rotate_128(float* x, uint64_t seed);
+
+// Per-channel statistics of n rows of 128 values (row-major), in the order of quant.h: chunk
+// sums, group sums, total; max and min are order-free.
+struct ChannelStats {
+  float sum[128], max[128], min[128];
+};
+ChannelStats channel_stats(const float* rows, int n);
+
+// lse_bias's dot product q . mean over 128 channels as the GPU forms it: 16 FMA chains of 8
+// channels each (chain g: channels 8g..8g+7, from 0), t_j = (s_j + s_{4+j}) + (s_{8+j} + s_{12+j}),
+// then (t_0 + t_1) + (t_2 + t_3).
+float lse_dot_128(const float* q, const float* mean);
 // Scale pair of a group with largest magnitude amax: multiply by `inv` to quantize, multiply the
 // E4M3 value by `descale` to dequantize. amax = 0 (or too small to invert) gives 1 and 1.
 struct GroupScale {

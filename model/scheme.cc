@@ -279,6 +279,12 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "hadamard_v") sc.hadamard_v = parse_bool(spec, val);
   else if (key == "prepass_q_block") prepass_only(sc.prepass_q_block);
   else if (key == "prepass_v_head") prepass_only(sc.prepass_v_head);
+  else if (key == "prepass_k_head") {
+    // The kernel's dispatch (src/api.cu): a per-head K descale lets one-level E4M3 P run
+    // 192-key blocks; two-level accumulation stays on 128.
+    prepass_only(sc.prepass_k_head);
+    if (!nm.two_level) nm.block_n = sc.prepass_k_head ? 192 : FP8ATTN_K_SCALE_BLOCK;
+  }
   else if (key == "seed") sc.hadamard_seed = std::stoull(val);
   else if (key == "p") {
     if (val == "e4m3hilo") { nm.p_format = Format::E4M3; nm.p_hilo = true; }
@@ -326,7 +332,8 @@ std::string Scheme::summary() const {
   if (kernel_prepass) {
     s << "prepass(smooth_k=" << prepass_smooth_k << " smooth_v=" << prepass_smooth_v
       << " hadamard=" << prepass_hadamard << " q=" << (prepass_q_block ? "block" : "token")
-      << " k=block v=" << (prepass_v_head ? "head" : "channel") << ")";
+      << " k=" << (prepass_k_head ? "head" : "block") << " v=" << (prepass_v_head ? "head" : "channel")
+      << ")";
   } else {
     s << "q=" << op(q) << " k=" << op(k) << " v=" << op(v) << " smooth_q=" << smooth_q
       << " smooth_k=" << smooth_k << " smooth_v=" << smooth_v << " hadamard_qk=" << hadamard_qk
@@ -358,7 +365,7 @@ std::string scheme_help() {
        "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, p (e4m3 e4m3hilo bf16 fp16 fp32), "
        "p_offset, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper), acc_bits, "
        "acc_chunk, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
-       "hadamard_qk, prepass_q_block, prepass_v_head\n";
+       "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head\n";
   return h;
 }
 

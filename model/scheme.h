@@ -45,11 +45,13 @@ struct Scheme {
   // Everything after the operands: P format and offset, KV order, accumulators, output format.
   FlashNumerics numerics;
   // The operands come from the pre-pass mirror (model/prepass.h) with these options, in the
-  // kernel's layout and granularities: Q per token (or per 128-token block), K per 128-key block,
-  // V per channel (or per head). q, k, v, smooth_* and hadamard_* above are then unused.
+  // kernel's layout and granularities: Q per token (or per 128-token block), K per 128-key block
+  // (or per head: prepass_k_head, with which the kernel runs 192-key blocks), V per channel (or
+  // per head). q, k, v, smooth_* and hadamard_* above are then unused. These are the numerics
+  // study's fixed choices, not the library's defaults (fp8attn_quant_options_init).
   bool kernel_prepass = false;
   bool prepass_smooth_k = true, prepass_smooth_v = true, prepass_hadamard = false;
-  bool prepass_q_block = false, prepass_v_head = false;
+  bool prepass_q_block = false, prepass_v_head = false, prepass_k_head = false;
 
   // The products see only BF16 values and nothing is transformed: the kernel-only reference
   // equals the end-to-end one.

@@ -22,12 +22,13 @@
 extern "C" {
 #endif
 
-// The fixed summation order of the channel means (the CPU mirror repeats it): keys in chunks of
-// FP8ATTN_QUANT_STATS_CHUNK, each chunk summed sequentially in key order; the chunk sums split
-// into FP8ATTN_QUANT_STATS_SEGMENTS runs of ceil(chunks / SEGMENTS) consecutive chunks, each run
-// summed sequentially; the run sums added sequentially. Every sum starts from 0.
-#define FP8ATTN_QUANT_STATS_CHUNK 64
-#define FP8ATTN_QUANT_STATS_SEGMENTS 8
+// The fixed summation order of the channel sums (the CPU mirror repeats it): keys in chunks of
+// FP8ATTN_QUANT_STATS_CHUNK, each chunk summed sequentially in key order; the chunk sums of a group
+// of FP8ATTN_QUANT_STATS_GROUP consecutive chunks summed sequentially in chunk order; the group
+// sums added sequentially in group order. Every sum starts from 0. (One pre-pass CTA sums one
+// group: a short serial chain per thread, and one partial per group and channel in memory.)
+#define FP8ATTN_QUANT_STATS_CHUNK 32
+#define FP8ATTN_QUANT_STATS_GROUP 16
 
 // Granularity of the Q scales. Both are stored per (batch, head, token) as the kernel takes them.
 typedef enum fp8attn_q_scale {
@@ -41,7 +42,15 @@ typedef enum fp8attn_v_scale {
   FP8ATTN_V_SCALE_HEAD = 1,     // one scale per (batch, kv head)
 } fp8attn_v_scale;
 
-// K is always scaled per (batch, kv head, block of FP8ATTN_K_SCALE_BLOCK keys): the kernel's unit.
+// Granularity of the K scales. Both are stored per (batch, kv head, block of FP8ATTN_K_SCALE_BLOCK
+// keys); with FP8ATTN_K_SCALE_HEAD every block of a head holds the head's one value, and
+// fp8attn_fwd_params_from_quant passes it with kd_stride_blk = 0, for which the kernel runs its
+// faster 192-key blocks (a per-block descale needs 128-key blocks).
+typedef enum fp8attn_k_scale {
+  FP8ATTN_K_SCALE_HEAD = 0,      // one scale per (batch, kv head) over all keys (exact amax)
+  FP8ATTN_K_SCALE_BLOCK128 = 1,  // one scale per (batch, kv head, 128 keys)
+} fp8attn_k_scale;
+
 typedef struct fp8attn_quant_options {
   int32_t smooth_k;      // subtract K's per-channel mean over keys; restored exactly by lse_bias
   int32_t smooth_v;      // subtract V's per-channel mean over keys; restored exactly by o_bias
@@ -49,10 +58,12 @@ typedef struct fp8attn_quant_options {
                          // rotated: O would need the inverse rotation, which the kernel lacks.
   int32_t q_scale;       // fp8attn_q_scale
   int32_t v_scale;       // fp8attn_v_scale
+  int32_t k_scale;       // fp8attn_k_scale (in what was padding: size and seed offset unchanged)
   uint64_t hadamard_seed;  // picks the random signs (fp8attn_hadamard_sign_negative)
 } fp8attn_quant_options;
 
-// Defaults: K and V smoothing on, Hadamard off, per-token Q and per-channel V scales.
+// Defaults (the numerics study's decision, docs/numerics-report.md): K and V smoothing on,
+// Hadamard rotation of Q and K on, per-token Q, per-head K and per-channel V scales.
 void fp8attn_quant_options_init(fp8attn_quant_options* options);
 
 // 1 when the Hadamard rotation negates channel `c` (0..127) before the transform. splitmix64 of
@@ -80,9 +91,10 @@ typedef struct fp8attn_kv_cache {
   void* k;             // E4M3 (batch, seqlen_k, heads_kv, 128)
   void* vt;            // E4M3 (batch, heads_kv, 128, vt_seqlen_pad), keys permuted per 32 and
                        // zero from seqlen_k on (fp8attn.h)
-  float* k_descale;    // (batch, heads_kv, ceil(seqlen_k / 128))
+  float* k_descale;    // (batch, heads_kv, ceil(seqlen_k / 128)); per head: all blocks equal
   float* v_descale;    // (batch, heads_kv, 128)
-  float* k_mean;       // (batch, heads_kv, 128): the mean subtracted from K (zeros if not smoothed)
+  float* k_mean;       // (batch, heads_kv, 128): the mean subtracted from K (zeros if not smoothed);
+                       // with hadamard_qk K is rotated first, so this is the rotated rows' mean
   float* v_mean;       // (batch, heads_kv, 128): the mean subtracted from V = the kernel's o_bias
   // Written by fp8attn_quantize_kv: how the cache was made (fp8attn_quantize_q must match it).
   fp8attn_quant_options options;
@@ -100,8 +112,8 @@ fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size
 size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv);
 
 // BF16 K, V (batch, seqlen_k, heads_kv, 128) -> cache. Launches on `stream` (cudaStream_t):
-// a channel reduction (V always: its per-channel scale needs every key; K when smooth_k), then
-// one fused pass per tensor that reads each input once.
+// a channel reduction (V always: its scale needs every key; K when smooth_k or a per-head K
+// scale), then one fused pass over K and V that reads each input once more.
 fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
                                    const fp8attn_quant_options* options, fp8attn_kv_cache* cache,
                                    void* workspace, size_t workspace_bytes, void* stream);
@@ -136,6 +148,11 @@ fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* params, const f
 
 // Reason for the last non-success status of a pre-pass call on this thread ("" if none).
 const char* fp8attn_quant_last_error(void);
+
+// The fused-pass kernels the next call will run: "v2" (default), or "v1" (the first kernels,
+// kept so that one GPU session can time both) when the environment has FP8ATTN_QUANT_VARIANT=v1.
+// Read at every call; both write the same bytes.
+const char* fp8attn_quant_variant(void);
 
 #ifdef __cplusplus
 }  // extern "C"

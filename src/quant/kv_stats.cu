@@ -1,6 +1,8 @@
-// The channel reduction before the fused pass: K's mean (smoothing) and V's mean, max and min
-// (V's per-channel scale needs every key). The sums have a fixed order that
-// model/prepass.cc repeats (quant.h: chunks, runs of chunks, total).
+// The channel reduction before the fused pass: per (batch, kv head, channel) the sum, max and
+// min of V, and of K's rows (rotated first when hadamard_qk) when K is smoothed or scaled per
+// head; then means, V's scales and K's per-head scale, whose amax is exact: the rotated rows'
+// max and min per channel give the largest |x - mean| (rounding is monotone). The sums have the
+// fixed order of quant.h (chunks, groups, total) that model/prepass.cc repeats.
 #include "fp8attn/quant.h"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
@@ -9,120 +11,194 @@ namespace fp8attn::quant {
 namespace {
 
 constexpr int kChunk = FP8ATTN_QUANT_STATS_CHUNK;
-constexpr int kLanesPerChunk = kHeadDim / 8;  // 8 channels (16 bytes) per thread
-constexpr int kChunksPerCta = 8;
-constexpr int kStatsThreads = kLanesPerChunk * kChunksPerCta;
+constexpr int kGroupChunks = FP8ATTN_QUANT_STATS_GROUP;
+constexpr int kL = kStatsLanes;
+using Lanes = RowLanes<kL>;
+constexpr int kValues = Lanes::kValues;  // 16 channels per thread
+constexpr int kChunks = Lanes::kChunks;  // 2 runs of 8
+constexpr int kInFlight = 4;             // keys per thread whose loads are in flight
+static_assert(kStatsThreads == kGroupChunks * kL, "one slot of 8 lanes per chunk of the group");
+static_assert(kChunk % kInFlight == 0);
 
-// grid.x: groups of kChunksPerCta (b, h, chunk) triples; grid.y: 0 = V, 1 = K (K last, so that
-// its last reads are in L2 when the K pass starts from there).
-__global__ void __launch_bounds__(kStatsThreads) kv_partial_stats_kernel(KvStatsArgs a) {
-  const bool is_k = blockIdx.y == 1;
-  const Bf16Input& x = is_k ? a.k : a.v;
-  const int64_t flat = static_cast<int64_t>(blockIdx.x) * kChunksPerCta +
-                       threadIdx.x / kLanesPerChunk;  // (b * h + head) * nchunks + chunk
-  if (flat >= static_cast<int64_t>(x.batch) * x.heads * a.nchunks) return;
-  const int chunk = static_cast<int>(flat % a.nchunks);
-  const int head = static_cast<int>((flat / a.nchunks) % x.heads);
-  const int b = static_cast<int>(flat / a.nchunks / x.heads);
-  const int c0 = (threadIdx.x % kLanesPerChunk) * 8;
-  const int s0 = chunk * kChunk;
-  const int s_end = min(x.seqlen, s0 + kChunk);
-  const uint16_t* src = x.data + b * x.stride_b + head * x.stride_h + c0;
+struct __align__(16) GroupPartials {
+  float sum[kGroupChunks][kHeadDim], max[kGroupChunks][kHeadDim], min[kGroupChunks][kHeadDim];
+};
 
-  float sum[8], mx[8], mn[8];
+// One group of one (batch, head) of tensor x: slot t / 8 sums its chunk of 32 keys in key order
+// (lane t % 8 holds 16 channels of each row), then thread c adds the chunk sums of channel c in
+// chunk order and writes the group's partials (b, h, group, 128).
+template <bool kRotate, bool kMinMax>
+__device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head, int group,
+                                            int ngroups, const uint32_t (&neg)[4],
+                                            GroupPartials& sh, float* part_sum, float* part_max,
+                                            float* part_min) {
+  const int lane = threadIdx.x % kL, slot = threadIdx.x / kL;
+  const int S = x.seqlen;
+  const int s0 = (group * kGroupChunks + slot) * kChunk;
+  const uint16_t* src = x.data + b * x.stride_b + head * x.stride_h + 8 * lane;
+  uint32_t mask[kValues / 2];
+  if constexpr (kRotate) sign_masks<kL>(neg, lane, mask);
+
+  float sum[kValues], mx[kValues], mn[kValues];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) sum[i] = 0.0f, mx[i] = -INFINITY, mn[i] = INFINITY;
-#pragma unroll 8
-  for (int s = s0; s < s_end; ++s) {
-    float f[8];
-    bf16x8_to_float(__ldg(reinterpret_cast<const uint4*>(src + s * x.stride_s)), f);
+  for (int v = 0; v < kValues; ++v) sum[v] = 0.0f, mx[v] = -INFINITY, mn[v] = INFINITY;
+  // A ring of kInFlight keys: the load of key t + kInFlight is issued as key t is converted, so
+  // that kInFlight keys (128 bytes per thread) are always in flight.
+  uint4 raw[kInFlight][kChunks];
+  auto load = [&](int t, int slot_in_ring) {
+    const int s = s0 + t;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      sum[i] = __fadd_rn(sum[i], f[i]);
-      mx[i] = fmaxf(mx[i], f[i]);
-      mn[i] = fminf(mn[i], f[i]);
+    for (int hi = 0; hi < kChunks; ++hi) {
+      raw[slot_in_ring][hi] = s < S ? ld_u32x4_here(src + s * x.stride_s + Lanes::channel(hi, 0, 0))
+                                    : make_uint4(0, 0, 0, 0);
+    }
+  };
+#pragma unroll
+  for (int u = 0; u < kInFlight; ++u) load(u, u);
+#pragma unroll 1
+  for (int t0 = 0; t0 < kChunk; t0 += kInFlight) {
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      float v[kValues];
+#pragma unroll
+      for (int hi = 0; hi < kChunks; ++hi) {
+        if constexpr (kRotate) {
+          bf16x8_to_float_signed(raw[u][hi], &mask[4 * hi], &v[8 * hi]);
+        } else {
+          bf16x8_to_float(raw[u][hi], &v[8 * hi]);
+        }
+      }
+      if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
+      if constexpr (kRotate) hadamard_lanes<kL>(v, lane);  // every lane: shuffles
+      if (s0 + t0 + u < S) {
+#pragma unroll
+        for (int i = 0; i < kValues; ++i) {
+          sum[i] = __fadd_rn(sum[i], v[i]);
+          if constexpr (kMinMax) mx[i] = fmaxf(mx[i], v[i]), mn[i] = fminf(mn[i], v[i]);
+        }
+      }
     }
   }
-  const int64_t o = flat * kHeadDim + c0;
-  float* sums = is_k ? a.k_part_sum : a.v_part_sum;
-  reinterpret_cast<float4*>(sums + o)[0] = make_float4(sum[0], sum[1], sum[2], sum[3]);
-  reinterpret_cast<float4*>(sums + o)[1] = make_float4(sum[4], sum[5], sum[6], sum[7]);
-  if (!is_k) {
-    reinterpret_cast<float4*>(a.v_part_max + o)[0] = make_float4(mx[0], mx[1], mx[2], mx[3]);
-    reinterpret_cast<float4*>(a.v_part_max + o)[1] = make_float4(mx[4], mx[5], mx[6], mx[7]);
-    reinterpret_cast<float4*>(a.v_part_min + o)[0] = make_float4(mn[0], mn[1], mn[2], mn[3]);
-    reinterpret_cast<float4*>(a.v_part_min + o)[1] = make_float4(mn[4], mn[5], mn[6], mn[7]);
+  auto put = [&](float* row, const float* v) {  // 8 channels from Lanes::channel(hi, lane, 0)
+    reinterpret_cast<float4*>(row)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(row)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  };
+#pragma unroll
+  for (int hi = 0; hi < kChunks; ++hi) {
+    const int c = Lanes::channel(hi, lane, 0);
+    put(&sh.sum[slot][c], &sum[8 * hi]);
+    if constexpr (kMinMax) put(&sh.max[slot][c], &mx[8 * hi]), put(&sh.min[slot][c], &mn[8 * hi]);
+  }
+  __syncthreads();
+  const int c = threadIdx.x;
+  float gs = 0.0f, gmax = -INFINITY, gmin = INFINITY;
+#pragma unroll
+  for (int r = 0; r < kGroupChunks; ++r) {
+    if ((group * kGroupChunks + r) * kChunk >= S) break;  // chunks past the end: none
+    gs = __fadd_rn(gs, sh.sum[r][c]);
+    if constexpr (kMinMax) gmax = fmaxf(gmax, sh.max[r][c]), gmin = fminf(gmin, sh.min[r][c]);
+  }
+  const int64_t o = ((static_cast<int64_t>(b) * x.heads + head) * ngroups + group) * kHeadDim + c;
+  part_sum[o] = gs;
+  if constexpr (kMinMax) part_max[o] = gmax, part_min[o] = gmin;
+}
+
+// grid.x: (tensor, head, group, batch) with the tensor fastest (V, K, V, K, ... when K's
+// statistics are needed: K's rotation beside V's light work on every SM), then heads.
+template <bool kRotate, bool kKMinMax>
+__global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStatsArgs a) {
+  __shared__ GroupPartials sh;
+  const uint32_t tensors = a.k_stats ? 2 : 1;  // 32-bit: a grid has fewer than 2^31 CTAs
+  uint32_t n = blockIdx.x;
+  const bool is_k = n % tensors == 1;
+  n /= tensors;
+  const uint32_t heads = a.v.heads, q = n / heads;
+  const int head = static_cast<int>(n - q * heads);
+  const int group = static_cast<int>(q % static_cast<uint32_t>(a.ngroups));
+  const int b = static_cast<int>(q / static_cast<uint32_t>(a.ngroups));
+  if (is_k) {
+    group_stats<kRotate, kKMinMax>(a.k, b, head, group, a.ngroups, a.negate_bits, sh,
+                                   a.k_part_sum, a.k_part_max, a.k_part_min);
+  } else {
+    group_stats<false, true>(a.v, b, head, group, a.ngroups, a.negate_bits, sh, a.v_part_sum,
+                             a.v_part_max, a.v_part_min);
   }
 }
 
-constexpr int kSegments = FP8ATTN_QUANT_STATS_SEGMENTS;
-constexpr int kFinalizeThreads = kHeadDim * kSegments;
+// The max of one value per thread over the CTA (order-free).
+__device__ __forceinline__ float cta_max(float m, float* warp_max) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = warp_max[0];
+#pragma unroll
+  for (int w = 1; w < kHeadDim / 32; ++w) m = fmaxf(m, warp_max[w]);
+  return m;
+}
 
-// One CTA per (batch, kv head): thread (segment, channel) sums one run of consecutive chunk sums
-// (quant.h's order), then the 128 threads of segment 0 add the runs in order and finish.
-__global__ void __launch_bounds__(kFinalizeThreads) kv_finalize_kernel(KvStatsArgs a) {
-  __shared__ float run_k[kSegments][kHeadDim], run_v[kSegments][kHeadDim];
-  __shared__ float run_max[kSegments][kHeadDim], run_min[kSegments][kHeadDim];
-  __shared__ float warp_max[kHeadDim / 32];
-  const int c = threadIdx.x % kHeadDim, seg = threadIdx.x / kHeadDim;
-  const int64_t bh = static_cast<int64_t>(blockIdx.y) * a.v.heads + blockIdx.x;
-  const int run = (a.nchunks + kSegments - 1) / kSegments;
-  const int ch_end = min(a.nchunks, (seg + 1) * run);
-  float k_sum = 0.0f, v_sum = 0.0f, v_max = -INFINITY, v_min = INFINITY;
+// One CTA per (batch, kv head), thread c = channel c: the group sums of c added in group order.
+__global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
+  __shared__ float warp_max_v[kHeadDim / 32], warp_max_k[kHeadDim / 32];
+  const int c = threadIdx.x;
+  const int64_t bh = blockIdx.x;
+  const float n = static_cast<float>(a.v.seqlen);
+  auto fold = [&](const float* sum, const float* max, const float* min, bool minmax, float& s,
+                  float& mx, float& mn) {
+    s = 0.0f, mx = -INFINITY, mn = INFINITY;
+    const int64_t base = bh * a.ngroups * kHeadDim + c;
 #pragma unroll 4
-  for (int ch = seg * run; ch < ch_end; ++ch) {
-    const int64_t i = (bh * a.nchunks + ch) * kHeadDim + c;
-    if (a.smooth_k) k_sum = __fadd_rn(k_sum, a.k_part_sum[i]);
-    v_sum = __fadd_rn(v_sum, a.v_part_sum[i]);
-    v_max = fmaxf(v_max, a.v_part_max[i]);
-    v_min = fminf(v_min, a.v_part_min[i]);
-  }
-  run_k[seg][c] = k_sum, run_v[seg][c] = v_sum, run_max[seg][c] = v_max, run_min[seg][c] = v_min;
-  __syncthreads();
+    for (int g = 0; g < a.ngroups; ++g) {
+      s = __fadd_rn(s, sum[base + g * kHeadDim]);
+      if (minmax) mx = fmaxf(mx, max[base + g * kHeadDim]), mn = fminf(mn, min[base + g * kHeadDim]);
+    }
+  };
 
-  float amax = 0.0f, k_mean = 0.0f, v_mean = 0.0f;
-  if (seg == 0) {
-    k_sum = 0.0f, v_sum = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kSegments; ++r) {
-      k_sum = __fadd_rn(k_sum, run_k[r][c]);
-      v_sum = __fadd_rn(v_sum, run_v[r][c]);
-      v_max = fmaxf(v_max, run_max[r][c]);
-      v_min = fminf(v_min, run_min[r][c]);
+  float s, mx, mn;
+  fold(a.v_part_sum, a.v_part_max, a.v_part_min, true, s, mx, mn);
+  const float v_mean = a.smooth_v ? __fdiv_rn(s, n) : 0.0f;
+  float amax = channel_amax(mx, mn, v_mean, a.smooth_v);
+  if (a.v_scale_per_head) amax = cta_max(amax, warp_max_v);
+  const GroupScale gv = group_scale(amax);
+  a.v_mean[bh * kHeadDim + c] = v_mean;
+  a.v_descale[bh * kHeadDim + c] = gv.descale;
+  a.v_inv[bh * kHeadDim + c] = gv.inv;
+
+  float k_mean = 0.0f;
+  if (a.k_stats) {
+    fold(a.k_part_sum, a.k_part_max, a.k_part_min, a.k_scale_per_head, s, mx, mn);
+    if (a.smooth_k) k_mean = __fdiv_rn(s, n);
+    if (a.k_scale_per_head) {
+      const float head_amax = cta_max(channel_amax(mx, mn, k_mean, a.smooth_k), warp_max_k);
+      const GroupScale gk = group_scale(head_amax);
+      if (c == 0) a.k_inv[bh] = gk.inv;
+      const float descale = __fmul_rn(gk.descale, a.k_descale_factor);
+      for (int blk = c; blk < a.nblk; blk += kHeadDim) a.k_descale[bh * a.nblk + blk] = descale;
     }
-    const float n = static_cast<float>(a.v.seqlen);
-    k_mean = a.smooth_k ? __fdiv_rn(k_sum, n) : 0.0f;
-    v_mean = a.smooth_v ? __fdiv_rn(v_sum, n) : 0.0f;
-    amax = a.smooth_v ? fmaxf(__fsub_rn(v_max, v_mean), __fsub_rn(v_mean, v_min))
-                      : fmaxf(v_max, -v_min);
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) {
-      const float other = __shfl_xor_sync(~0u, amax, off);
-      if (a.v_scale_per_head) amax = fmaxf(amax, other);
-    }
-    if (c % 32 == 0) warp_max[c / 32] = amax;
   }
-  __syncthreads();
-  if (seg != 0) return;
-  if (a.v_scale_per_head) {
-    amax = fmaxf(fmaxf(warp_max[0], warp_max[1]), fmaxf(warp_max[2], warp_max[3]));
-  }
-  const GroupScale g = group_scale(amax);
-  const int64_t o = bh * kHeadDim + c;
-  a.k_mean[o] = k_mean;
-  a.v_mean[o] = v_mean;
-  a.v_descale[o] = g.descale;
-  a.v_inv[o] = g.inv;
+  a.k_mean[bh * kHeadDim + c] = k_mean;
+}
+
+template <bool kRotate, bool kKMinMax>
+void launch_groups(const KvStatsArgs& a, cudaStream_t stream) {
+  const int64_t ctas = static_cast<int64_t>(a.k_stats ? 2 : 1) * a.v.batch * a.v.heads * a.ngroups;
+  kv_group_stats_kernel<kRotate, kKMinMax>
+      <<<static_cast<unsigned>(ctas), kStatsThreads, 0, stream>>>(a);
 }
 
 }  // namespace
 
 cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream) {
-  const int64_t triples = static_cast<int64_t>(args.v.batch) * args.v.heads * args.nchunks;
-  const dim3 grid(static_cast<unsigned>((triples + kChunksPerCta - 1) / kChunksPerCta),
-                  args.smooth_k ? 2 : 1);
-  kv_partial_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(args);
-  kv_finalize_kernel<<<dim3(args.v.heads, args.v.batch), kFinalizeThreads, 0, stream>>>(args);
+  const bool rotate = args.k_stats && args.rotate;
+  const bool k_minmax = args.k_stats && args.k_scale_per_head;
+  if (rotate) {
+    k_minmax ? launch_groups<true, true>(args, stream) : launch_groups<true, false>(args, stream);
+  } else {
+    k_minmax ? launch_groups<false, true>(args, stream) : launch_groups<false, false>(args, stream);
+  }
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  kv_finalize_kernel<<<static_cast<unsigned>(static_cast<int64_t>(args.v.batch) * args.v.heads),
+                       kHeadDim, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

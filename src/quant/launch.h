@@ -15,45 +15,56 @@ struct Bf16Input {
   int batch, seqlen, heads;
 };
 
-// kv_stats.cu: per-channel partial sums (and V's max / min) over chunks of
-// FP8ATTN_QUANT_STATS_CHUNK keys, then one thread per (batch, kv head, channel) folds them.
+// kv_stats.cu: the channel statistics, one CTA per (tensor, batch, head, group of
+// FP8ATTN_QUANT_STATS_GROUP chunks), K (rotated when `rotate`) and V interleaved; then one CTA
+// per (batch, head) folds the group partials into means and scales.
 struct KvStatsArgs {
   Bf16Input k, v;
-  bool smooth_k, smooth_v, v_scale_per_head;
-  int nchunks;                      // ceil(seqlen / chunk)
-  float *k_part_sum, *v_part_sum;   // workspace (b, h, nchunks, 128)
-  float *v_part_max, *v_part_min;   // workspace (b, h, nchunks, 128)
+  bool k_stats;                     // K's statistics are needed: smooth_k or a per-head K scale
+  bool smooth_k, smooth_v, v_scale_per_head, k_scale_per_head;
+  bool rotate;                      // K's rows are rotated first (Hadamard)
+  uint32_t negate_bits[4];          // Hadamard sign flips, bit c = channel c
+  int ngroups;                      // ceil(seqlen / (chunk * group))
+  int nblk;                         // ceil(seqlen / FP8ATTN_K_SCALE_BLOCK)
+  float k_descale_factor;           // 1/128 for rotated K, else 1
+  float *k_part_sum, *k_part_max, *k_part_min;  // workspace (b, h, ngroups, 128)
+  float *v_part_sum, *v_part_max, *v_part_min;  // workspace (b, h, ngroups, 128)
   float *k_mean, *v_mean;           // out (b, h, 128): zeros when not smoothed
   float *v_descale, *v_inv;         // out (b, h, 128): v_inv into the workspace
+  float *k_descale, *k_inv;         // out, per-head K scale only: (b, h, nblk) every block the
+                                    // head's descale; (b, h) its inverse, into the workspace
 };
 cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream);
 
-// quantize_rows.cu: Q and K. One CTA per (128 rows of a (batch, head)); each row is smoothed,
-// rotated, scaled by the amax of its group (1 row or 128 rows) and stored as E4M3.
+// Q and K rows: each row is rotated (Hadamard), smoothed (K, in the rotated basis), scaled and
+// stored as E4M3; for Q also lse_bias = softmax_scale * (q . k_mean) in the basis of k_mean.
 struct RowQuantArgs {
   Bf16Input x;
   uint8_t* out;                 // E4M3 (batch, seqlen, heads, 128), contiguous
-  float* descale;               // per row (b, h, seqlen) or per group (b, h, ceil(seqlen/128))
-  bool descale_per_row;
-  int group_rows;               // 1 or 128
+  // group_rows 1: one scale per row, descale (b, h, seqlen); 128: per 128 rows, descale
+  // (b, h, ceil(seqlen / 128)); 0: the scale is known per (b, h) (scale_inv; the statistics
+  // pass wrote the descales).
+  int group_rows;
+  float* descale;
+  bool descale_per_row;         // Q: (b, h, seqlen) whatever the group (the kernel's layout)
+  const float* scale_inv;       // (b, heads) when group_rows == 0
   bool rotate;
   uint32_t negate_bits[4];      // Hadamard sign flips, bit c = channel c
   float descale_factor;         // multiplies the descale (1/128 for rotated K), else 1
   // Visit the tiles last to first: K right after the channel reduction, whose last reads (the
   // highest batch and heads of K) are still in L2 (order only; results do not change).
   bool reverse_order;
-  const float* mean;            // (b, heads, 128) subtracted before rotation, or null
-  // Q only: lse_bias (b, h, seqlen) = softmax_scale * (q . k_mean[kv head]); zeros without
-  // k_mean. Null for K.
+  const float* mean;            // (b, heads, 128) subtracted after the rotation, or null
+  // Q only: lse_bias (b, h, seqlen) = softmax_scale * (q . k_mean[kv head]) (times 1/128 when
+  // rotated: the dot product of two rotated rows); zeros without k_mean. Null for K.
   float* lse_bias;
   const float* k_mean;          // (b, heads / heads_per_kv, 128) or null
   int heads_per_kv;
   float softmax_scale;
 };
-cudaError_t launch_quantize_rows(const RowQuantArgs& args, cudaStream_t stream);
 
-// quantize_vt.cu: V -> V^T (b, h, 128, vt_pad) E4M3 with the per-channel mean and scale from
-// kv_stats, keys permuted inside each group of 32, zeros from seqlen on.
+// V -> V^T (b, h, 128, vt_pad) E4M3 with the per-channel mean and scale from kv_stats, keys
+// permuted inside each group of 32, zeros from seqlen on.
 struct VtQuantArgs {
   Bf16Input v;
   const float* v_mean;          // (b, h, 128) or null (no smoothing)
@@ -62,6 +73,16 @@ struct VtQuantArgs {
   int vt_pad;
   bool reverse_order;           // as RowQuantArgs: when V is read right after the reduction
 };
-cudaError_t launch_quantize_vt(const VtQuantArgs& args, cudaStream_t stream);
+
+// quantize_q.cu / quantize_kv.cu (FP8ATTN_QUANT_VARIANT=v2, the default): Q alone; K and V in
+// one launch, their tiles interleaved (the rotation-heavy K beside the light V on every SM),
+// last to first when `reverse_order` (k.reverse_order).
+cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream);
+cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream);
+
+// quantize_rows_v1.cu / quantize_vt_v1.cu (FP8ATTN_QUANT_VARIANT=v1): the first kernels, one
+// tensor per launch, kept so that one GPU session can time both; same bytes.
+cudaError_t launch_quantize_rows_v1(const RowQuantArgs& args, cudaStream_t stream);
+cudaError_t launch_quantize_vt_v1(const VtQuantArgs& args, cudaStream_t stream);
 
 }  // namespace fp8attn::quant

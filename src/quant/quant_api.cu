@@ -1,5 +1,8 @@
 // The pre-pass C ABI (include/fp8attn/quant.h): argument checks, buffer layouts, launches.
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -8,6 +11,12 @@
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
 #include "quant/status.h"
+
+// The K scale granularity filled what was padding before hadamard_seed: the struct keeps its
+// size and the seed its offset (bench/bench_prepass.py mirrors the layout and checks it).
+static_assert(sizeof(fp8attn_quant_options) == 32 &&
+              offsetof(fp8attn_quant_options, k_scale) == 20 &&
+              offsetof(fp8attn_quant_options, hadamard_seed) == 24);
 
 namespace fp8attn::quant {
 
@@ -99,18 +108,32 @@ void hadamard_bits(uint64_t seed, uint32_t (&bits)[4]) {
   }
 }
 
+// Which fused-pass kernels run (fp8attn_quant_variant): read at every call, so that a benchmark
+// can time both in one process.
+enum class Variant { kV1, kV2 };
+Variant variant() {
+  const char* e = std::getenv("FP8ATTN_QUANT_VARIANT");
+  return e != nullptr && std::strcmp(e, "v1") == 0 ? Variant::kV1 : Variant::kV2;
+}
+
+constexpr int kStatsGroupKeys = FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_GROUP;
+
 struct KvWorkspace {
-  float *k_part_sum, *v_part_sum, *v_part_max, *v_part_min, *v_inv;
+  float *k_part_sum, *k_part_max, *k_part_min, *v_part_sum, *v_part_max, *v_part_min;
+  float *v_inv, *k_inv;
 };
 KvWorkspace carve_kv_workspace(Carver& c, int batch, int seqlen_k, int heads_kv) {
   const size_t parts = static_cast<size_t>(batch) * heads_kv *
-                       ceil_div(seqlen_k, FP8ATTN_QUANT_STATS_CHUNK) * kHeadDim;
+                       ceil_div(seqlen_k, kStatsGroupKeys) * kHeadDim;
   KvWorkspace w;
   w.k_part_sum = c.take<float>(parts);
+  w.k_part_max = c.take<float>(parts);
+  w.k_part_min = c.take<float>(parts);
   w.v_part_sum = c.take<float>(parts);
   w.v_part_max = c.take<float>(parts);
   w.v_part_min = c.take<float>(parts);
   w.v_inv = c.take<float>(static_cast<size_t>(batch) * heads_kv * kHeadDim);
+  w.k_inv = c.take<float>(static_cast<size_t>(batch) * heads_kv);
   return w;
 }
 
@@ -145,12 +168,16 @@ extern "C" {
 
 const char* fp8attn_quant_last_error(void) { return g_last_error.c_str(); }
 
+const char* fp8attn_quant_variant(void) { return variant() == Variant::kV1 ? "v1" : "v2"; }
+
 void fp8attn_quant_options_init(fp8attn_quant_options* o) {
+  *o = fp8attn_quant_options{};
   o->smooth_k = 1;
   o->smooth_v = 1;
-  o->hadamard_qk = 0;
+  o->hadamard_qk = 1;  // the numerics study's default (docs/numerics-report.md)
   o->q_scale = FP8ATTN_Q_SCALE_TOKEN;
   o->v_scale = FP8ATTN_V_SCALE_CHANNEL;
+  o->k_scale = FP8ATTN_K_SCALE_HEAD;  // the kernel then runs its faster 192-key blocks
   o->hadamard_seed = 0x5EED5EED5EED5EEDull;
 }
 
@@ -221,6 +248,10 @@ fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_b
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " +
                                                     std::to_string(options->v_scale));
   }
+  if (options->k_scale != FP8ATTN_K_SCALE_HEAD && options->k_scale != FP8ATTN_K_SCALE_BLOCK128) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown k_scale " +
+                                                    std::to_string(options->k_scale));
+  }
   const size_t need = fp8attn_quantize_kv_workspace_bytes(k->batch, k->seqlen, k->heads);
   if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % kAlign ||
       workspace_bytes < need) {
@@ -234,31 +265,44 @@ fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_b
   Carver c(workspace);
   const KvWorkspace ws = carve_kv_workspace(c, k->batch, k->seqlen, k->heads);
 
+  const bool rotate = options->hadamard_qk != 0;
+  const bool k_head = options->k_scale == FP8ATTN_K_SCALE_HEAD;
+  const int nblk = ceil_div(k->seqlen, FP8ATTN_K_SCALE_BLOCK);
   KvStatsArgs stats{};
   stats.k = input_of(*k);
   stats.v = input_of(*v);
   stats.smooth_k = options->smooth_k != 0;
   stats.smooth_v = options->smooth_v != 0;
+  stats.k_stats = stats.smooth_k || k_head;
   stats.v_scale_per_head = options->v_scale == FP8ATTN_V_SCALE_HEAD;
-  stats.nchunks = ceil_div(k->seqlen, FP8ATTN_QUANT_STATS_CHUNK);
-  stats.k_part_sum = ws.k_part_sum, stats.v_part_sum = ws.v_part_sum;
-  stats.v_part_max = ws.v_part_max, stats.v_part_min = ws.v_part_min;
+  stats.k_scale_per_head = k_head;
+  stats.rotate = rotate;
+  hadamard_bits(options->hadamard_seed, stats.negate_bits);
+  stats.ngroups = ceil_div(k->seqlen, kStatsGroupKeys);
+  stats.nblk = nblk;
+  stats.k_descale_factor = rotate ? kHadamardDescale : 1.0f;
+  stats.k_part_sum = ws.k_part_sum, stats.k_part_max = ws.k_part_max;
+  stats.k_part_min = ws.k_part_min;
+  stats.v_part_sum = ws.v_part_sum, stats.v_part_max = ws.v_part_max;
+  stats.v_part_min = ws.v_part_min;
   stats.k_mean = cache->k_mean, stats.v_mean = cache->v_mean;
   stats.v_descale = cache->v_descale, stats.v_inv = ws.v_inv;
+  stats.k_descale = cache->k_descale, stats.k_inv = ws.k_inv;
   if (cudaError_t e = launch_kv_stats(stats, st); e != cudaSuccess) return cuda_fail(e, "kv stats");
 
-  // The fused passes, the tensor the reduction read last first and from its end (L2 reuse).
+  // The fused passes, last to first after the reduction read K (its last reads are in L2).
   RowQuantArgs rows{};
   rows.x = input_of(*k);
   rows.out = static_cast<uint8_t*>(cache->k);
+  rows.group_rows = k_head ? 0 : FP8ATTN_K_SCALE_BLOCK;
   rows.descale = cache->k_descale;
   rows.descale_per_row = false;
-  rows.group_rows = FP8ATTN_K_SCALE_BLOCK;
-  rows.rotate = options->hadamard_qk != 0;
+  rows.scale_inv = ws.k_inv;
+  rows.rotate = rotate;
   hadamard_bits(options->hadamard_seed, rows.negate_bits);
-  rows.descale_factor = rows.rotate ? kHadamardDescale : 1.0f;
+  rows.descale_factor = rotate ? kHadamardDescale : 1.0f;
   rows.mean = options->smooth_k ? cache->k_mean : nullptr;
-  rows.reverse_order = options->smooth_k != 0;
+  rows.reverse_order = stats.k_stats;
 
   VtQuantArgs vt{};
   vt.v = input_of(*v);
@@ -266,11 +310,19 @@ fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_b
   vt.v_inv = ws.v_inv;
   vt.vt = static_cast<uint8_t*>(cache->vt);
   vt.vt_pad = cache->vt_seqlen_pad;
-  vt.reverse_order = !rows.reverse_order;
 
+  if (variant() == Variant::kV2) {
+    rows.reverse_order = true;  // the reduction always reads V (and K): start where it ended
+    if (cudaError_t e = launch_quantize_kv(rows, vt, st); e != cudaSuccess) {
+      return cuda_fail(e, "quantize k, v");
+    }
+    return FP8ATTN_SUCCESS;
+  }
+  // v1: one launch per tensor, the one the reduction read last first and from its end.
+  vt.reverse_order = !rows.reverse_order;
   for (int pass = 0; pass < 2; ++pass) {
     const bool k_pass = (pass == 0) == rows.reverse_order;
-    const cudaError_t e = k_pass ? launch_quantize_rows(rows, st) : launch_quantize_vt(vt, st);
+    const cudaError_t e = k_pass ? launch_quantize_rows_v1(rows, st) : launch_quantize_vt_v1(vt, st);
     if (e != cudaSuccess) return cuda_fail(e, k_pass ? "quantize k" : "quantize v");
   }
   return FP8ATTN_SUCCESS;
@@ -341,10 +393,10 @@ fp8attn_status fp8attn_quantize_q(const fp8attn_bf16_tensor* q, const fp8attn_kv
   rows.k_mean = cache->options.smooth_k ? cache->k_mean : nullptr;
   rows.heads_per_kv = q->heads / cache->heads_kv;
   rows.softmax_scale = softmax_scale;
-  if (cudaError_t e = launch_quantize_rows(rows, static_cast<cudaStream_t>(stream));
-      e != cudaSuccess) {
-    return cuda_fail(e, "quantize q");
-  }
+  const auto st = static_cast<cudaStream_t>(stream);
+  const cudaError_t e = variant() == Variant::kV2 ? launch_quantize_q(rows, st)
+                                                  : launch_quantize_rows_v1(rows, st);
+  if (e != cudaSuccess) return cuda_fail(e, "quantize q");
   return FP8ATTN_SUCCESS;
 }
 
@@ -372,7 +424,10 @@ fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* p, const fp8att
   p->qd_stride_s = 1, p->qd_stride_h = SQ, p->qd_stride_b = static_cast<int64_t>(H) * SQ;
   const int nblk = ceil_div(SK, FP8ATTN_K_SCALE_BLOCK);
   p->k_descale = cache->k_descale;
-  p->kd_stride_blk = 1, p->kd_stride_h = nblk, p->kd_stride_b = static_cast<int64_t>(HKV) * nblk;
+  p->kd_stride_h = nblk, p->kd_stride_b = static_cast<int64_t>(HKV) * nblk;
+  // Per head: every block of a head holds the same value; stride 0 along blocks is how the
+  // kernel learns it, and picks its 192-key blocks (src/api.cu).
+  p->kd_stride_blk = cache->options.k_scale == FP8ATTN_K_SCALE_HEAD ? 0 : 1;
   p->v_descale = cache->v_descale;
   p->vd_stride_d = 1, p->vd_stride_h = D, p->vd_stride_b = static_cast<int64_t>(HKV) * D;
   p->lse_bias = cache->options.smooth_k ? q->lse_bias : nullptr;

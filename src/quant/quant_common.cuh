@@ -5,9 +5,10 @@
 #include <cfloat>
 #include <cstdint>
 
+#include "quant/lanes.h"
+
 namespace fp8attn::quant {
 
-inline constexpr int kHeadDim = 128;
 inline constexpr float kE4M3Max = 448.0f;
 // H_128 is applied unnormalized (sqrt(128) x an orthogonal rotation) on both Q and K; the
 // product's 128 is taken out of K's descale, exactly (a power of two).
@@ -22,6 +23,12 @@ struct GroupScale {
 __device__ __forceinline__ GroupScale group_scale(float amax) {
   if (!(amax >= 0x1p-100f && amax <= FLT_MAX)) return {1.0f, 1.0f};
   return {__fdiv_rn(kE4M3Max, amax), __fdiv_rn(amax, kE4M3Max)};
+}
+
+// The amax of x - mean over all rows of a channel from its max and min (exact: rounding is
+// monotone), or of x itself when not smoothed.
+__device__ __forceinline__ float channel_amax(float max, float min, float mean, bool smoothed) {
+  return smoothed ? fmaxf(__fsub_rn(max, mean), __fsub_rn(mean, min)) : fmaxf(max, -min);
 }
 
 // Two floats -> two E4M3 codes (RNE, saturating to +-448), `lo` in the low byte.
@@ -42,9 +49,31 @@ __device__ __forceinline__ uint4 quantize16(const float (&x)[16], float inv) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// 8 floats * inv -> 8 E4M3 codes (byte i = value i).
+__device__ __forceinline__ uint2 quantize8(const float* x, float inv) {
+  uint32_t w[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    w[i] = e4m3x2(__fmul_rn(x[4 * i], inv), __fmul_rn(x[4 * i + 1], inv)) |
+           (e4m3x2(__fmul_rn(x[4 * i + 2], inv), __fmul_rn(x[4 * i + 3], inv)) << 16);
+  }
+  return make_uint2(w[0], w[1]);
+}
+
 // Eight BF16 codes packed in a uint4 -> floats (exact).
 __device__ __forceinline__ void bf16x8_to_float(uint4 u, float* out) {
   const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = __uint_as_float(w[i] << 16);
+    out[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+  }
+}
+
+// Eight BF16 codes with sign flips: mask word i holds bit 15 / 31 to negate value 2i / 2i + 1
+// (negating a BF16 code is exact, so flipping before the conversion equals flipping after).
+__device__ __forceinline__ void bf16x8_to_float_signed(uint4 u, const uint32_t* mask, float* out) {
+  const uint32_t w[4] = {u.x ^ mask[0], u.y ^ mask[1], u.z ^ mask[2], u.w ^ mask[3]};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     out[2 * i] = __uint_as_float(w[i] << 16);
@@ -59,6 +88,101 @@ __device__ __forceinline__ void load_bf16x16(const uint16_t* p, float (&out)[16]
   bf16x8_to_float(a, out);
   bf16x8_to_float(b, out + 8);
 }
+
+// 16 bytes of BF16 codes, loaded here: volatile, so that the compiler keeps the place in the
+// pipeline the code chose (n loads in flight) instead of hoisting every later load to the top
+// of an unrolled loop, which costs registers, occupancy or spills.
+__device__ __forceinline__ uint4 ld_u32x4_here(const uint16_t* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+// 8 floats from global memory (32-byte aligned), loaded where they are used: volatile, so that
+// the compiler neither hoists nor merges the loads of a small per-(b, h) vector (L1 hits) and
+// keeps it in 32 registers across a tile instead.
+__device__ __forceinline__ void ld_f32x8_here(const float* p, float* out) {
+  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(out[0]), "=f"(out[1]), "=f"(out[2]), "=f"(out[3])
+               : "l"(p));
+  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(out[4]), "=f"(out[5]), "=f"(out[6]), "=f"(out[7])
+               : "l"(p + 4));
+}
+
+// --- Rows held by L consecutive lanes (quant/lanes.h: which channels each lane holds) ---------
+
+// The sign-flip masks of this lane's values (pair words as bf16x8_to_float_signed takes them):
+// bit c of neg[c / 32] set = channel c negated.
+template <int L>
+__device__ __forceinline__ void sign_masks(const uint32_t (&neg)[4], int lane,
+                                           uint32_t (&mask)[RowLanes<L>::kValues / 2]) {
+#pragma unroll
+  for (int hi = 0; hi < RowLanes<L>::kChunks; ++hi) {
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const int c = RowLanes<L>::channel(hi, lane, 2 * p);
+      const int word = c >> 5;
+      uint32_t w = neg[0];
+      w = word == 1 ? neg[1] : w;
+      w = word == 2 ? neg[2] : w;
+      w = word == 3 ? neg[3] : w;
+      const uint32_t bits = (w >> (c & 31)) & 3u;  // c even: c and c + 1 in the same word
+      mask[hi * 4 + p] = ((bits & 1u) << 15) | ((bits & 2u) << 30);
+    }
+  }
+}
+
+// The Walsh-Hadamard butterflies (after the sign flips) on a row held by L consecutive lanes,
+// x[8 hi + j] = channel RowLanes<L>::channel(hi, lane, j). Strides 1, 2, 4 inside the lane's runs
+// of 8; 8 .. 4L across lanes; 8L .. 64 across runs; in ascending order, as model/prepass.cc's
+// hadamard_rotate_128. At every butterfly (a, b) -> (a + b, a - b), a the lower channel; across
+// lanes the lower lane computes a + b = fma(a, 1, b), the upper one a - b = fma(b, -1, a) (a
+// product by +-1 is exact, so each is one rounding, as the mirror's add). Every lane of the warp
+// must call this (shuffles).
+template <int L>
+__device__ __forceinline__ void hadamard_lanes(float (&x)[RowLanes<L>::kValues], int lane) {
+  constexpr int kChunks = RowLanes<L>::kChunks;
+#pragma unroll
+  for (int h = 1; h < 8; h *= 2) {
+#pragma unroll
+    for (int hi = 0; hi < kChunks; ++hi) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (j & h) continue;
+        const float a = x[8 * hi + j], b = x[8 * hi + j + h];
+        x[8 * hi + j] = __fadd_rn(a, b);
+        x[8 * hi + j + h] = __fsub_rn(a, b);
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 1; m < L; m *= 2) {
+    const float sign = (lane & m) ? -1.0f : 1.0f;
+#pragma unroll
+    for (int v = 0; v < RowLanes<L>::kValues; ++v) {
+      const float other = __shfl_xor_sync(0xFFFFFFFFu, x[v], m);
+      x[v] = __fmaf_rn(x[v], sign, other);
+    }
+  }
+#pragma unroll
+  for (int h = 1; h < kChunks; h *= 2) {
+#pragma unroll
+    for (int hi = 0; hi < kChunks; ++hi) {
+      if (hi & h) continue;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float a = x[8 * hi + j], b = x[8 * (hi + h) + j];
+        x[8 * hi + j] = __fadd_rn(a, b);
+        x[8 * (hi + h) + j] = __fsub_rn(a, b);
+      }
+    }
+  }
+}
+
+// --- The first kernels (FP8ATTN_QUANT_VARIANT=v1): 8 lanes, lane l holds channels 16 l .. +15 --
 
 // The random-sign Walsh-Hadamard transform of one 128-value row held by 8 consecutive lanes
 // (lane l holds channels 16 l .. 16 l + 15). Butterflies with strides 1..8 are inside a thread,

@@ -1,6 +1,7 @@
-// The fused pass for V: read each BF16 row once, subtract the channel mean, scale per channel,
-// convert to E4M3, and write V^T (b, h, 128, vt_pad) with the keys of every 32-key group in the
-// order the kernel's PV wgmma wants (fp8attn_vt_key_at), zeros from seqlen on.
+// The first fused pass for V (FP8ATTN_QUANT_VARIANT=v1; the default is quant/vt_tile.cuh): read
+// each BF16 row once, subtract the channel mean, scale per channel, convert to E4M3, and write V^T
+// (b, h, 128, vt_pad) with the keys of every 32-key group in the order the kernel's PV wgmma wants
+// (fp8attn_vt_key_at), zeros from seqlen on, through a byte gather in shared memory.
 #include "fp8attn/fp8attn.h"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kThreads) quantize_vt_kernel(VtQuantArgs a) {
 
 }  // namespace
 
-cudaError_t launch_quantize_vt(const VtQuantArgs& args, cudaStream_t stream) {
+cudaError_t launch_quantize_vt_v1(const VtQuantArgs& args, cudaStream_t stream) {
   const dim3 grid((args.vt_pad + kKeysPerCta - 1) / kKeysPerCta, args.v.heads, args.v.batch);
   quantize_vt_kernel<<<grid, kThreads, 0, stream>>>(args);
   return cudaGetLastError();

@@ -121,6 +121,7 @@ struct Case {
   bool smooth_k, smooth_v, hadamard;
   fp8attn_q_scale q_scale;
   fp8attn_v_scale v_scale;
+  fp8attn_k_scale k_scale = FP8ATTN_K_SCALE_HEAD;
 };
 
 class PrepassCase : public ::testing::TestWithParam<Case> {};
@@ -131,7 +132,8 @@ void check_prepass(const Case& t, const std::vector<uint16_t>& q, const std::vec
                    const std::vector<uint16_t>& v, uint64_t seed) {
   fp8attn_quant_options opt{};
   opt.smooth_k = t.smooth_k, opt.smooth_v = t.smooth_v, opt.hadamard_qk = t.hadamard;
-  opt.q_scale = t.q_scale, opt.v_scale = t.v_scale, opt.hadamard_seed = seed;
+  opt.q_scale = t.q_scale, opt.v_scale = t.v_scale, opt.k_scale = t.k_scale;
+  opt.hadamard_seed = seed;
   const int pad = (t.sk + 31) / 32 * 32 + 32;  // one spare group: must come out zero
   const Bf16View kv_k = contiguous_view(k, t.b, t.sk, t.h_kv, kD);
   const Bf16View kv_v = contiguous_view(v, t.b, t.sk, t.h_kv, kD);
@@ -145,38 +147,51 @@ void check_prepass(const Case& t, const std::vector<uint16_t>& q, const std::vec
   for (int b = 0; b < t.b; ++b) {
     for (int h = 0; h < t.h_kv; ++h) {
       const size_t bh = static_cast<size_t>(b) * t.h_kv + h;
-      // Means in FP64 against the mirror's FP32 chunked sums. FP32 summation error bound
-      // (Higham): gamma_n * sum|x| with n = chunk + runs + segments additions in a chain, plus
-      // the division's rounding.
-      std::vector<double> k_mean(kD, 0.0), v_mean(kD, 0.0), k_abs(kD, 0.0), v_abs(kD, 0.0);
+      // K's rows as the pre-pass smooths them: rotated first (FP64 rotation of the BF16 row,
+      // divided by 128 later: the descale carries the 1/128), with the FP32 error bound of the
+      // mirror's butterflies.
+      std::vector<std::vector<double>> k_rows(t.sk);
+      std::vector<double> k_err(t.sk, 0.0);
       for (int s = 0; s < t.sk; ++s) {
+        std::vector<double> row(kD);
+        for (int c = 0; c < kD; ++c) row[c] = bf16_to_float(kv_k.at(b, s, h, c));
+        if (t.hadamard) k_err[s] = rotation_error(row), row = rotate_ref(row, seed);
+        k_rows[s] = row;
+      }
+      // Means in FP64 against the mirror's FP32 sums (chunks, groups, total). FP32 summation error
+      // bound (Higham): gamma_n * sum|x| with n = chunk + group + groups additions in a chain, plus
+      // the division's rounding; rotated rows add their own FP32 error.
+      std::vector<double> k_mean(kD, 0.0), v_mean(kD, 0.0), k_abs(kD, 0.0), v_abs(kD, 0.0);
+      double k_err_mean = 0.0;
+      for (int s = 0; s < t.sk; ++s) {
+        k_err_mean += k_err[s] / t.sk;
         for (int c = 0; c < kD; ++c) {
-          const double kx = bf16_to_float(kv_k.at(b, s, h, c));
+          const double kx = k_rows[s][c];
           const double vx = bf16_to_float(kv_v.at(b, s, h, c));
           k_mean[c] += kx / t.sk, k_abs[c] += std::fabs(kx) / t.sk;
           v_mean[c] += vx / t.sk, v_abs[c] += std::fabs(vx) / t.sk;
         }
       }
-      const int chain = FP8ATTN_QUANT_STATS_CHUNK + t.sk / FP8ATTN_QUANT_STATS_CHUNK + 1 +
-                        FP8ATTN_QUANT_STATS_SEGMENTS + 1;
+      const int group_keys = FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_GROUP;
+      const int chain = FP8ATTN_QUANT_STATS_CHUNK + FP8ATTN_QUANT_STATS_GROUP +
+                        (t.sk + group_keys - 1) / group_keys + 1;
       const double gamma = chain * std::ldexp(1.0, -24);
       for (int c = 0; c < kD; ++c) {
         const double km = t.smooth_k ? k_mean[c] : 0.0, vm = t.smooth_v ? v_mean[c] : 0.0;
-        ASSERT_NEAR(cache.k_mean[bh * kD + c], km, gamma * k_abs[c] + 1e-7 * std::fabs(km));
+        ASSERT_NEAR(cache.k_mean[bh * kD + c], km,
+                    gamma * k_abs[c] + 1e-7 * std::fabs(km) + (t.smooth_k ? k_err_mean : 0.0));
         ASSERT_NEAR(cache.v_mean[bh * kD + c], vm, gamma * v_abs[c] + 1e-7 * std::fabs(vm));
       }
-      // K: every row dequantizes to (k - mean) rotated (FP64), within E4M3 rounding; every block
-      // holds a +-448 code (its amax).
+      // K: every row dequantizes to its (rotated) row minus the mirror's mean, within E4M3
+      // rounding; the largest code of every scale group (a 128-key block, or the whole head) is
+      // +-448, and a per-head scale is stored equal in every block.
       for (int s = 0; s < t.sk; ++s) {
-        std::vector<double> row(kD);
-        for (int c = 0; c < kD; ++c) {
-          row[c] = bf16_to_float(kv_k.at(b, s, h, c)) - cache.k_mean[bh * kD + c];
-        }
-        double err = 0;
+        std::vector<double> row = k_rows[s];
+        for (int c = 0; c < kD; ++c) row[c] -= cache.k_mean[bh * kD + c];
+        double err = k_err[s];
         if (t.hadamard) {
-          err = rotation_error(row) / 128.0;
-          row = rotate_ref(row, seed);
-          for (double& x : row) x /= 128.0;  // the descale carries the 1/128
+          for (double& x : row) x /= 128.0;
+          err /= 128.0;
         }
         const float descale = cache.k_descale[bh * nblk + s / 128];
         for (int c = 0; c < kD; ++c) {
@@ -185,7 +200,10 @@ void check_prepass(const Case& t, const std::vector<uint16_t>& q, const std::vec
                             err, "k", c);
         }
       }
+      const bool k_head = t.k_scale == FP8ATTN_K_SCALE_HEAD;
+      bool head_has_max = false;
       for (int blk = 0; blk < nblk; ++blk) {
+        if (k_head) ASSERT_EQ(cache.k_descale[bh * nblk + blk], cache.k_descale[bh * nblk]);
         bool has_max = false;
         for (int s = blk * 128; s < std::min(t.sk, blk * 128 + 128); ++s) {
           for (int c = 0; c < kD; ++c) {
@@ -193,8 +211,10 @@ void check_prepass(const Case& t, const std::vector<uint16_t>& q, const std::vec
                         0x7F) == 0x7E;
           }
         }
-        EXPECT_TRUE(has_max) << "k block " << blk << " does not reach 448";
+        if (!k_head) EXPECT_TRUE(has_max) << "k block " << blk << " does not reach 448";
+        head_has_max |= has_max;
       }
+      EXPECT_TRUE(head_has_max) << "k head " << bh << " does not reach 448";
       // V^T: position p of a 32-group holds key fp8attn_vt_key_at(p); zeros from sk on.
       for (int c = 0; c < kD; ++c) {
         const float descale = cache.v_descale[bh * kD + c];
@@ -236,7 +256,8 @@ void check_prepass(const Case& t, const std::vector<uint16_t>& q, const std::vec
   ASSERT_EQ(ops.q.data.size(), qq.q.size());
   for (size_t i = 0; i < qq.q.size(); ++i) ASSERT_EQ(ops.q.data[i], e4m3_to_float(qq.q[i]));
 
-  // Q: dequantized rows and lse_bias = softmax_scale * q . k_mean (FP64).
+  // Q: dequantized rows and lse_bias = softmax_scale * q . k_mean (FP64), the product taken in
+  // the basis K was smoothed in (rotated q, over 128, when rotated).
   const int group = t.h / t.h_kv;
   const Bf16View qv = contiguous_view(q, t.b, t.sq, t.h, kD);
   for (int b = 0; b < t.b; ++b) {
@@ -245,18 +266,22 @@ void check_prepass(const Case& t, const std::vector<uint16_t>& q, const std::vec
       const size_t bhk = static_cast<size_t>(b) * t.h_kv + h / group;
       for (int s = 0; s < t.sq; ++s) {
         std::vector<double> row(kD);
-        double dot = 0.0, dot_abs = 0.0;
-        for (int c = 0; c < kD; ++c) {
-          row[c] = bf16_to_float(qv.at(b, s, h, c));
-          dot += row[c] * cache.k_mean[bhk * kD + c];
-          dot_abs += std::fabs(row[c] * cache.k_mean[bhk * kD + c]);
-        }
-        const double bias = t.smooth_k ? softmax_scale * dot : 0.0;
-        // FMA chains of 16, a tree of 3 additions, the scale: gamma_20 * scale * sum|q m|.
-        const double tol = 20 * std::ldexp(1.0, -24) * softmax_scale * dot_abs + 1e-30;
-        ASSERT_NEAR(qq.lse_bias[bh * t.sq + s], bias, tol) << s;
+        for (int c = 0; c < kD; ++c) row[c] = bf16_to_float(qv.at(b, s, h, c));
         const double err = t.hadamard ? rotation_error(row) : 0.0;
         if (t.hadamard) row = rotate_ref(row, seed);
+        const double basis = t.hadamard ? 1.0 / 128.0 : 1.0;
+        double dot = 0.0, dot_abs = 0.0, mean_abs = 0.0;
+        for (int c = 0; c < kD; ++c) {
+          dot += row[c] * cache.k_mean[bhk * kD + c];
+          dot_abs += std::fabs(row[c] * cache.k_mean[bhk * kD + c]);
+          mean_abs += std::fabs(cache.k_mean[bhk * kD + c]);
+        }
+        const double bias = t.smooth_k ? softmax_scale * dot * basis : 0.0;
+        // FMA chains of 8, 4 additions, the scale: gamma_16 * scale * sum|q m|; plus the FP32
+        // error of the rotated q.
+        const double tol = softmax_scale * basis * (16 * std::ldexp(1.0, -24) * dot_abs +
+                                                    err * mean_abs) + 1e-30;
+        ASSERT_NEAR(qq.lse_bias[bh * t.sq + s], bias, tol) << s;
         const float descale = qq.q_descale[bh * t.sq + s];
         if (t.q_scale == FP8ATTN_Q_SCALE_BLOCK128) {
           ASSERT_EQ(descale, qq.q_descale[bh * t.sq + s / 128 * 128]);
@@ -311,7 +336,8 @@ TEST(Prepass, CapturedFixtureDequantizesToTheTransformedInput) {
     vc.resize(static_cast<size_t>(s_k) * k.shape[2] * kD);
     for (bool rotate : {false, true}) {
       const Case t{1, s_q, s_k, static_cast<int>(q.shape[2]), static_cast<int>(k.shape[2]), true,
-                   true, rotate, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL};
+                   true, rotate, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL,
+                   rotate ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128};
       check_prepass(t, qc, kc, vc, 12345);
     }
     ++used;
@@ -323,12 +349,24 @@ TEST(Prepass, CapturedFixtureDequantizesToTheTransformedInput) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrepassCase,
     ::testing::Values(
-        Case{1, 64, 128, 2, 2, true, true, false, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL},
-        Case{2, 77, 300, 4, 2, true, true, true, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL},
+        Case{1, 64, 128, 2, 2, true, true, false, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL,
+             FP8ATTN_K_SCALE_BLOCK128},
+        Case{2, 77, 300, 4, 2, true, true, true, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL,
+             FP8ATTN_K_SCALE_BLOCK128},
         Case{1, 200, 129, 4, 1, false, false, true, FP8ATTN_Q_SCALE_BLOCK128,
-             FP8ATTN_V_SCALE_HEAD},
+             FP8ATTN_V_SCALE_HEAD, FP8ATTN_K_SCALE_BLOCK128},
         Case{2, 33, 31, 2, 2, true, false, false, FP8ATTN_Q_SCALE_BLOCK128,
-             FP8ATTN_V_SCALE_CHANNEL}),
+             FP8ATTN_V_SCALE_CHANNEL, FP8ATTN_K_SCALE_BLOCK128},
+        // Per-head K (the default), with and without the rotation and smoothing; 1100 keys span
+        // three statistics groups.
+        Case{2, 77, 1100, 4, 2, true, true, true, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL,
+             FP8ATTN_K_SCALE_HEAD},
+        Case{1, 64, 300, 2, 2, true, true, false, FP8ATTN_Q_SCALE_TOKEN, FP8ATTN_V_SCALE_CHANNEL,
+             FP8ATTN_K_SCALE_HEAD},
+        Case{1, 50, 129, 4, 1, false, true, true, FP8ATTN_Q_SCALE_BLOCK128, FP8ATTN_V_SCALE_HEAD,
+             FP8ATTN_K_SCALE_HEAD},
+        Case{1, 31, 31, 2, 2, false, false, false, FP8ATTN_Q_SCALE_TOKEN,
+             FP8ATTN_V_SCALE_CHANNEL, FP8ATTN_K_SCALE_HEAD}),
     [](const ::testing::TestParamInfo<Case>& info) {
       const Case& c = info.param;
       return "b" + std::to_string(c.b) + "_sq" + std::to_string(c.sq) + "_sk" +
@@ -336,6 +374,7 @@ INSTANTIATE_TEST_SUITE_P(
              (c.smooth_k ? "_smoothK" : "") + (c.smooth_v ? "_smoothV" : "") +
              (c.hadamard ? "_hadamard" : "") +
              (c.q_scale == FP8ATTN_Q_SCALE_BLOCK128 ? "_qblock" : "_qtoken") +
+             (c.k_scale == FP8ATTN_K_SCALE_HEAD ? "_khead" : "_kblock") +
              (c.v_scale == FP8ATTN_V_SCALE_HEAD ? "_vhead" : "_vchannel");
     });
 
@@ -363,6 +402,7 @@ TEST(Prepass, SmoothingCorrectionsRestoreTheAttention) {
   for (bool rotate : {false, true}) {
     fp8attn_quant_options opt{};
     opt.smooth_k = opt.smooth_v = 1, opt.hadamard_qk = rotate, opt.hadamard_seed = seed;
+    opt.k_scale = rotate ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
     const KvCacheHost kv = prepass_kv(contiguous_view(k, b, sk, h_kv, kD),
                                       contiguous_view(v, b, sk, h_kv, kD), opt);
     const QQuantHost qq = prepass_q(contiguous_view(q, b, sq, h, kD), kv, FP8ATTN_Q_SCALE_TOKEN,
@@ -381,7 +421,9 @@ TEST(Prepass, SmoothingCorrectionsRestoreTheAttention) {
     }
     const ExactF64 got = attention_exact_f64(ops.q, ops.k, ops.v, cfg);
     // |delta LSE| <= max_j |delta score_j| (the LSE is 1-Lipschitz in the max norm), where
-    // delta score_j = scale * (q~ . k~_j - q . (k_j - mean)) is the FP8 rounding of the scores.
+    // delta score_j = scale * q~ . k~_j - (scale * q . k_j - lse_bias) is the FP8 rounding of
+    // the smoothed scores (lse_bias is what smoothing took out of every score of the row, in
+    // whichever basis K was smoothed).
     double lse_err = 0, lse_err_without = 0, o_err = 0, o_err_without = 0, o_norm = 0;
     for (int hh = 0; hh < h; ++hh) {
       for (int s = 0; s < sq; ++s) {
@@ -392,9 +434,9 @@ TEST(Prepass, SmoothingCorrectionsRestoreTheAttention) {
           for (int c = 0; c < kD; ++c) {
             deq += double(ops.q(0, s, hh, c)) * ops.k(0, j, 0, c);
             exact += double(bf16_to_float(q[(static_cast<size_t>(s) * h + hh) * kD + c])) *
-                     (double(bf16_to_float(k[static_cast<size_t>(j) * kD + c])) - kv.k_mean[c]);
+                     double(bf16_to_float(k[static_cast<size_t>(j) * kD + c]));
           }
-          score_err = std::max(score_err, scale * std::fabs(deq - exact));
+          score_err = std::max(score_err, std::fabs(scale * deq - (scale * exact - qq.lse_bias[i])));
         }
         const double e = std::fabs(got.lse[i] + qq.lse_bias[i] - truth.lse[i]);
         ASSERT_LE(e, score_err * (1 + 1e-9) + 1e-6) << "head " << hh << " token " << s;

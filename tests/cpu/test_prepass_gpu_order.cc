@@ -1,7 +1,8 @@
 // The GPU kernels' own data movement, replayed on the CPU lane by lane, against the CPU mirror:
 // catches a mirror whose order of operations or layout differs from what src/quant/*.cu does,
-// without a GPU. Each replay copies the kernel's index arithmetic and shuffle pattern (the
-// sources are named); the GPU test (tests/gpu/test_quant.cu) then checks the real kernels.
+// without a GPU. The replays use the kernels' own index arithmetic (src/quant/lanes.h) and copy
+// their shuffle patterns (the sources are named); the GPU test (tests/gpu/test_quant.cu) then
+// checks the real kernels, both variants.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,18 +15,145 @@
 
 #include "model/codecs.h"
 #include "model/prepass.h"
+#include "src/quant/lanes.h"
 #include "tests/common/seed.h"
 
 namespace fp8attn::model {
 namespace {
 
 constexpr int kD = 128;
+namespace q = fp8attn::quant;
 
 using fp8attn::test::fresh_seed;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
-// quant_common.cuh hadamard_row on 8 lanes x 16 values: sign bits picked per lane from the 4
+// A row held by L lanes as quant_common.cuh's kernels hold it (quant/lanes.h), from BF16 codes:
+// the sign masks of sign_masks<L> XORed into the packed codes (bf16x8_to_float_signed), the
+// butterflies of hadamard_lanes<L>: strides 1, 2, 4 in a lane, 8 .. 4L across lanes as
+// fma(x, +-1, other), 8L .. 64 across a lane's runs.
+template <int L>
+void replay_hadamard_lanes_v2(const uint16_t* codes, uint64_t seed,
+                              float (&x)[L][q::RowLanes<L>::kValues]) {
+  using Lanes = q::RowLanes<L>;
+  uint32_t neg[4] = {0, 0, 0, 0};
+  for (int c = 0; c < kD; ++c) {
+    if (fp8attn_hadamard_sign_negative(seed, c)) neg[c / 32] |= 1u << (c % 32);
+  }
+  for (int lane = 0; lane < L; ++lane) {
+    for (int hi = 0; hi < Lanes::kChunks; ++hi) {
+      for (int p = 0; p < 4; ++p) {
+        const int c = Lanes::channel(hi, lane, 2 * p);
+        const uint32_t b = (neg[c >> 5] >> (c & 31)) & 3u;
+        const uint32_t mask = ((b & 1u) << 15) | ((b & 2u) << 30);
+        const uint32_t w = (uint32_t(codes[c]) | (uint32_t(codes[c + 1]) << 16)) ^ mask;
+        x[lane][8 * hi + 2 * p] = from_bits(w << 16);
+        x[lane][8 * hi + 2 * p + 1] = from_bits(w & 0xFFFF0000u);
+      }
+      for (int h = 1; h < 8; h *= 2) {
+        for (int j = 0; j < 8; ++j) {
+          if (j & h) continue;
+          const float a = x[lane][8 * hi + j], b = x[lane][8 * hi + j + h];
+          x[lane][8 * hi + j] = a + b;
+          x[lane][8 * hi + j + h] = a - b;
+        }
+      }
+    }
+  }
+  for (int m = 1; m < L; m *= 2) {
+    float before[L][Lanes::kValues];
+    std::memcpy(before, x, sizeof before);
+    for (int lane = 0; lane < L; ++lane) {
+      const float sign = (lane & m) ? -1.0f : 1.0f;
+      for (int v = 0; v < Lanes::kValues; ++v) {
+        x[lane][v] = std::fma(before[lane][v], sign, before[lane ^ m][v]);
+      }
+    }
+  }
+  for (int lane = 0; lane < L; ++lane) {
+    for (int h = 1; h < Lanes::kChunks; h *= 2) {
+      for (int hi = 0; hi < Lanes::kChunks; ++hi) {
+        if (hi & h) continue;
+        for (int j = 0; j < 8; ++j) {
+          const float a = x[lane][8 * hi + j], b = x[lane][8 * (hi + h) + j];
+          x[lane][8 * hi + j] = a + b;
+          x[lane][8 * (hi + h) + j] = a - b;
+        }
+      }
+    }
+  }
+}
+
+template <int L>
+void expect_lanes_equal_mirror(uint64_t seed) {
+  using Lanes = q::RowLanes<L>;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n01;
+  for (int trial = 0; trial < 64; ++trial) {
+    uint16_t codes[kD];
+    float row[kD];
+    for (int c = 0; c < kD; ++c) {
+      codes[c] = float_to_bf16(n01(rng) * (1 + trial));
+      row[c] = bf16_to_float(codes[c]);
+    }
+    float lanes[L][Lanes::kValues];
+    replay_hadamard_lanes_v2<L>(codes, seed + trial, lanes);
+    hadamard_rotate_128(row, seed + trial);
+    for (int lane = 0; lane < L; ++lane) {
+      for (int hi = 0; hi < Lanes::kChunks; ++hi) {
+        for (int j = 0; j < 8; ++j) {
+          const int c = Lanes::channel(hi, lane, j);
+          ASSERT_TRUE(same_bits(lanes[lane][8 * hi + j], row[c]))
+              << "L=" << L << " channel " << c << ": lanes " << lanes[lane][8 * hi + j]
+              << " mirror " << row[c];
+        }
+      }
+    }
+  }
+}
+
+TEST(PrepassGpuOrder, LaneLayoutsCoverEveryChannelOnceWithWholeSectors) {
+  auto check = [](auto lanes_tag) {
+    using Lanes = decltype(lanes_tag);
+    constexpr int L = kD / Lanes::kValues;
+    std::set<int> seen;
+    for (int lane = 0; lane < L; ++lane) {
+      for (int hi = 0; hi < Lanes::kChunks; ++hi) {
+        for (int j = 0; j < 8; ++j) ASSERT_TRUE(seen.insert(Lanes::channel(hi, lane, j)).second);
+      }
+    }
+    ASSERT_EQ(seen.size(), size_t(kD));
+    // One 16-byte load per run: the L lanes' loads of run hi are 16 L contiguous bytes, starting
+    // on a 32-byte boundary (whole sectors).
+    for (int hi = 0; hi < Lanes::kChunks; ++hi) {
+      for (int lane = 0; lane < L; ++lane) {
+        ASSERT_EQ(2 * Lanes::channel(hi, lane, 0), 2 * Lanes::channel(hi, 0, 0) + 16 * lane);
+      }
+      ASSERT_EQ(2 * Lanes::channel(hi, 0, 0) % 32, 0);
+    }
+  };
+  check(q::RowLanes<q::kRowLanes>{});
+  check(q::RowLanes<q::kStatsLanes>{});
+}
+
+TEST(PrepassGpuOrder, HadamardOnFourAndEightLanesEqualsTheMirror) {
+  const uint64_t seed = fresh_seed("hadamard lanes v2");
+  expect_lanes_equal_mirror<q::kRowLanes>(seed);
+  expect_lanes_equal_mirror<q::kStatsLanes>(seed + 1000);
+  expect_lanes_equal_mirror<2>(seed + 2000);
+}
+
+// quant_common.cuh hadamard_row (v1) on 8 lanes x 16 values: sign bits picked per lane from the 4
 // words, butterflies 1..8 in a thread, then xor-shuffles 1, 2, 4 (upper lane: other - mine).
 void replay_hadamard_lanes(float (&x)[8][16], uint64_t seed) {
   uint32_t neg[4] = {0, 0, 0, 0};
@@ -79,112 +207,209 @@ TEST(PrepassGpuOrder, HadamardLanesEqualTheMirror) {
   }
 }
 
-// quantize_rows.cu's lse_bias: FMA chain per lane over its 16 channels, then
-// acc += shfl_xor(acc, 4), 2, 1 on every lane; lane 0 writes scale * acc.
-TEST(PrepassGpuOrder, LseBiasButterflyEqualsTheMirror) {
-  const uint64_t seed = fresh_seed("lse_bias butterfly");
+// lse_bias: rows_tile.cuh (v2: 4 lanes, lane holds chains 4 hi + lane; pairwise in the lane,
+// then xor-shuffles 1, 2) and quantize_rows_v1.cu (8 lanes, lane l chains 2l and 2l + 1; every
+// lane gathers the 16 chain sums) against lse_dot_128 and the mirror's lse_bias, rotated or not.
+TEST(PrepassGpuOrder, LseBiasLanesEqualTheMirror) {
+  const uint64_t seed = fresh_seed("lse_bias lanes");
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> n01;
   const int sk = 77, sq = 50;
   std::vector<uint16_t> k(static_cast<size_t>(sk) * kD), q(static_cast<size_t>(sq) * kD);
   for (size_t i = 0; i < k.size(); ++i) k[i] = float_to_bf16(5.0f * n01(rng) + n01(rng));
   for (uint16_t& x : q) x = float_to_bf16(n01(rng));
-  fp8attn_quant_options opt{};
-  opt.smooth_k = 1;
-  const KvCacheHost cache = prepass_kv(contiguous_view(k, 1, sk, 1, kD),
-                                       contiguous_view(k, 1, sk, 1, kD), opt);
-  const float scale = 0.08838834764831845f;
-  const QQuantHost qq = prepass_q(contiguous_view(q, 1, sq, 1, kD), cache, FP8ATTN_Q_SCALE_TOKEN,
-                                  scale);
-  for (int s = 0; s < sq; ++s) {
-    float acc[8];
-    for (int lane = 0; lane < 8; ++lane) {
-      acc[lane] = 0.0f;
-      for (int i = 0; i < 16; ++i) {
-        const int c = lane * 16 + i;
-        acc[lane] = std::fma(bf16_to_float(q[static_cast<size_t>(s) * kD + c]), cache.k_mean[c],
-                             acc[lane]);
+  for (const bool rotate : {false, true}) {
+    fp8attn_quant_options opt{};
+    opt.smooth_k = 1, opt.hadamard_qk = rotate, opt.hadamard_seed = seed;
+    const KvCacheHost cache = prepass_kv(contiguous_view(k, 1, sk, 1, kD),
+                                         contiguous_view(k, 1, sk, 1, kD), opt);
+    const float scale = 0.08838834764831845f;
+    const QQuantHost qq = prepass_q(contiguous_view(q, 1, sq, 1, kD), cache,
+                                    FP8ATTN_Q_SCALE_TOKEN, scale);
+    const float* m = cache.k_mean.data();
+    for (int s = 0; s < sq; ++s) {
+      float row[kD];
+      for (int c = 0; c < kD; ++c) row[c] = bf16_to_float(q[static_cast<size_t>(s) * kD + c]);
+      if (rotate) hadamard_rotate_128(row, seed);
+      // v2
+      using Lanes = q::RowLanes<q::kRowLanes>;
+      float dot[q::kRowLanes];
+      for (int lane = 0; lane < q::kRowLanes; ++lane) {
+        float chain[Lanes::kChunks];
+        for (int hi = 0; hi < Lanes::kChunks; ++hi) {
+          float acc = 0.0f;
+          for (int j = 0; j < 8; ++j) {
+            const int c = Lanes::channel(hi, lane, j);
+            acc = std::fma(row[c], m[c], acc);
+          }
+          chain[hi] = acc;
+        }
+        dot[lane] = (chain[0] + chain[1]) + (chain[2] + chain[3]);
       }
+      for (int off = 1; off < q::kRowLanes; off *= 2) {
+        float before[q::kRowLanes];
+        std::memcpy(before, dot, sizeof before);
+        for (int lane = 0; lane < q::kRowLanes; ++lane) dot[lane] = before[lane] + before[lane ^ off];
+      }
+      // v1
+      float lo[8], hi[8];
+      for (int l = 0; l < 8; ++l) {
+        lo[l] = hi[l] = 0.0f;
+        for (int i = 0; i < 8; ++i) lo[l] = std::fma(row[16 * l + i], m[16 * l + i], lo[l]);
+        for (int i = 0; i < 8; ++i) hi[l] = std::fma(row[16 * l + 8 + i], m[16 * l + 8 + i], hi[l]);
+      }
+      float chain[16];
+      for (int l = 0; l < 8; ++l) chain[2 * l] = lo[l], chain[2 * l + 1] = hi[l];
+      float t[4];
+      for (int j = 0; j < 4; ++j) t[j] = (chain[j] + chain[4 + j]) + (chain[8 + j] + chain[12 + j]);
+      const float v1 = (t[0] + t[1]) + (t[2] + t[3]);
+      const float mirror_dot = lse_dot_128(row, m);
+      for (int lane = 0; lane < q::kRowLanes; ++lane) ASSERT_TRUE(same_bits(dot[lane], mirror_dot));
+      ASSERT_TRUE(same_bits(v1, mirror_dot));
+      const float d = rotate ? mirror_dot * 0.0078125f : mirror_dot;
+      ASSERT_TRUE(same_bits(scale * d, qq.lse_bias[s])) << "token " << s << " rotate " << rotate;
     }
-    for (int off = 4; off > 0; off /= 2) {
-      float before[8];
-      std::memcpy(before, acc, sizeof before);
-      for (int lane = 0; lane < 8; ++lane) acc[lane] = before[lane] + before[lane ^ off];
-    }
-    for (int lane = 1; lane < 8; ++lane) ASSERT_TRUE(same_bits(acc[lane], acc[0]));
-    ASSERT_TRUE(same_bits(scale * acc[0], qq.lse_bias[s])) << "token " << s;
   }
 }
 
-// kv_stats.cu: the partial kernel's thread (flat (b, h, chunk), 8 channels) sums its chunk in key
-// order; the finalize kernel's thread (segment, channel) sums its run of chunks, and segment 0
-// adds the runs in order, then mean = sum / n and V's amax from the max / min.
+// kv_stats.cu: a CTA per (tensor, b, h, group of 16 chunks); slot t / 8 sums its chunk of 32 keys
+// in key order (lane t % 8 holds 16 channels of each rotated row), thread c adds the group's
+// chunk sums in chunk order (chunks from sk on: none); the finalize adds the group sums in order,
+// mean = sum / n, V's amax from max / min, K's per-head amax the max over channels of its
+// channels' amax.
 TEST(PrepassGpuOrder, ChannelStatisticsEqualTheMirror) {
   const uint64_t seed = fresh_seed("channel statistics");
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> n01;
+  using Lanes = q::RowLanes<q::kStatsLanes>;
+  const int chunk = FP8ATTN_QUANT_STATS_CHUNK, group = FP8ATTN_QUANT_STATS_GROUP;
+  ASSERT_EQ(q::kStatsThreads, group * q::kStatsLanes);
   for (const int sk : {1, 200, 1000, 4097}) {
-    const int b = 2, h = 2;
-    std::vector<uint16_t> k(static_cast<size_t>(b) * sk * h * kD), v(k.size());
-    for (size_t i = 0; i < k.size(); ++i) {
-      k[i] = float_to_bf16(3.0f * n01(rng) + 10.0f);
-      v[i] = float_to_bf16(n01(rng) - 2.0f);
-    }
-    fp8attn_quant_options opt{};
-    opt.smooth_k = opt.smooth_v = 1;
-    const Bf16View kv = contiguous_view(k, b, sk, h, kD), vv = contiguous_view(v, b, sk, h, kD);
-    const KvCacheHost cache = prepass_kv(kv, vv, opt);
-    const int chunk = FP8ATTN_QUANT_STATS_CHUNK, segments = FP8ATTN_QUANT_STATS_SEGMENTS;
-    const int nchunks = (sk + chunk - 1) / chunk, run = (nchunks + segments - 1) / segments;
-    for (int bi = 0; bi < b; ++bi) {
-      for (int hi = 0; hi < h; ++hi) {
-        for (int c = 0; c < kD; ++c) {
-          std::vector<float> k_part(nchunks), v_part(nchunks), v_pmax(nchunks), v_pmin(nchunks);
-          for (int ch = 0; ch < nchunks; ++ch) {
-            float ks = 0.0f, vs = 0.0f, mx = -INFINITY, mn = INFINITY;
-            for (int s = ch * chunk; s < std::min(sk, ch * chunk + chunk); ++s) {
-              ks = ks + bf16_to_float(kv.at(bi, s, hi, c));
-              const float x = bf16_to_float(vv.at(bi, s, hi, c));
-              vs = vs + x, mx = std::fmax(mx, x), mn = std::fmin(mn, x);
+    for (const bool rotate : {false, true}) {
+      const int b = 2, h = 2;
+      std::vector<uint16_t> k(static_cast<size_t>(b) * sk * h * kD), v(k.size());
+      for (size_t i = 0; i < k.size(); ++i) {
+        k[i] = float_to_bf16(3.0f * n01(rng) + 10.0f);
+        v[i] = float_to_bf16(n01(rng) - 2.0f);
+      }
+      fp8attn_quant_options opt{};
+      opt.smooth_k = opt.smooth_v = 1, opt.hadamard_qk = rotate, opt.hadamard_seed = seed;
+      opt.k_scale = FP8ATTN_K_SCALE_HEAD;
+      const Bf16View kv = contiguous_view(k, b, sk, h, kD), vv = contiguous_view(v, b, sk, h, kD);
+      const KvCacheHost cache = prepass_kv(kv, vv, opt);
+      const int ngroups = (sk + chunk * group - 1) / (chunk * group);
+      const int nblk = (sk + 127) / 128;
+      for (int bi = 0; bi < b; ++bi) {
+        for (int hi_ = 0; hi_ < h; ++hi_) {
+          // The rows as the lanes hold them (rotated: the v2 replay), per channel.
+          std::vector<float> krow(static_cast<size_t>(sk) * kD), vrow(krow.size());
+          for (int s = 0; s < sk; ++s) {
+            uint16_t codes[kD];
+            for (int c = 0; c < kD; ++c) {
+              codes[c] = kv.at(bi, s, hi_, c);
+              vrow[size_t(s) * kD + c] = bf16_to_float(vv.at(bi, s, hi_, c));
             }
-            k_part[ch] = ks, v_part[ch] = vs, v_pmax[ch] = mx, v_pmin[ch] = mn;
-          }
-          float run_k[8], run_v[8], run_max[8], run_min[8];
-          for (int seg = 0; seg < segments; ++seg) {
-            run_k[seg] = run_v[seg] = 0.0f, run_max[seg] = -INFINITY, run_min[seg] = INFINITY;
-            for (int ch = seg * run; ch < std::min(nchunks, (seg + 1) * run); ++ch) {
-              run_k[seg] = run_k[seg] + k_part[ch];
-              run_v[seg] = run_v[seg] + v_part[ch];
-              run_max[seg] = std::fmax(run_max[seg], v_pmax[ch]);
-              run_min[seg] = std::fmin(run_min[seg], v_pmin[ch]);
+            float lanes[q::kStatsLanes][Lanes::kValues];
+            if (rotate) {
+              replay_hadamard_lanes_v2<q::kStatsLanes>(codes, seed, lanes);
+              for (int l = 0; l < q::kStatsLanes; ++l)
+                for (int hh = 0; hh < Lanes::kChunks; ++hh)
+                  for (int j = 0; j < 8; ++j)
+                    krow[size_t(s) * kD + Lanes::channel(hh, l, j)] = lanes[l][8 * hh + j];
+            } else {
+              for (int c = 0; c < kD; ++c) krow[size_t(s) * kD + c] = bf16_to_float(codes[c]);
             }
           }
-          float ksum = 0.0f, vsum = 0.0f, vmax = run_max[0], vmin = run_min[0];
-          for (int seg = 0; seg < segments; ++seg) {
-            ksum = ksum + run_k[seg], vsum = vsum + run_v[seg];
-            vmax = std::fmax(vmax, run_max[seg]), vmin = std::fmin(vmin, run_min[seg]);
+          float k_amax_head = 0.0f;
+          const size_t o = (static_cast<size_t>(bi) * h + hi_) * kD;
+          for (int c = 0; c < kD; ++c) {
+            float stat[2][3];  // (k, v) x (sum, max, min)
+            for (int t = 0; t < 2; ++t) {
+              const std::vector<float>& rows = t == 0 ? krow : vrow;
+              float total = 0.0f, mx = -INFINITY, mn = INFINITY;
+              for (int g = 0; g < ngroups; ++g) {
+                float gs = 0.0f;
+                for (int slot = 0; slot < group; ++slot) {
+                  const int s0 = (g * group + slot) * chunk;
+                  if (s0 >= sk) break;
+                  float cs = 0.0f;
+                  for (int s = s0; s < std::min(sk, s0 + chunk); ++s) {
+                    const float x = rows[size_t(s) * kD + c];
+                    cs = cs + x, mx = std::fmax(mx, x), mn = std::fmin(mn, x);
+                  }
+                  gs = gs + cs;
+                }
+                total = total + gs;
+              }
+              stat[t][0] = total, stat[t][1] = mx, stat[t][2] = mn;
+            }
+            const float n = static_cast<float>(sk);
+            const float k_mean = stat[0][0] / n, v_mean = stat[1][0] / n;
+            const float v_amax = std::fmax(stat[1][1] - v_mean, v_mean - stat[1][2]);
+            const float k_amax = std::fmax(stat[0][1] - k_mean, k_mean - stat[0][2]);
+            k_amax_head = c == 0 ? k_amax : std::fmax(k_amax_head, k_amax);
+            ASSERT_TRUE(same_bits(k_mean, cache.k_mean[o + c])) << "sk " << sk << " channel " << c;
+            ASSERT_TRUE(same_bits(v_mean, cache.v_mean[o + c])) << "sk " << sk << " channel " << c;
+            ASSERT_TRUE(same_bits(group_scale(v_amax).descale, cache.v_descale[o + c]))
+                << "sk " << sk << " channel " << c;
           }
-          const float n = static_cast<float>(sk);
-          const float k_mean = ksum / n, v_mean = vsum / n;
-          const float amax = std::fmax(vmax - v_mean, v_mean - vmin);
-          const size_t o = (static_cast<size_t>(bi) * h + hi) * kD + c;
-          ASSERT_TRUE(same_bits(k_mean, cache.k_mean[o])) << "sk " << sk << " channel " << c;
-          ASSERT_TRUE(same_bits(v_mean, cache.v_mean[o])) << "sk " << sk << " channel " << c;
-          ASSERT_TRUE(same_bits(group_scale(amax).descale, cache.v_descale[o]))
-              << "sk " << sk << " channel " << c;
+          const float descale = group_scale(k_amax_head).descale * (rotate ? 0.0078125f : 1.0f);
+          for (int blk = 0; blk < nblk; ++blk) {
+            ASSERT_TRUE(same_bits(descale, cache.k_descale[(static_cast<size_t>(bi) * h + hi_) * nblk + blk]))
+                << "sk " << sk << " block " << blk;
+          }
         }
       }
     }
   }
 }
 
-// quantize_vt.cu: 256 threads store 16 codes of key r = pass * 32 + t / 8, channels
+// vt_tile.cuh (v2): warp w, lane pair u = lane / 2 holds keys VtSlot::key(u, 0..3) of each 64-key
+// step and channels 16 w + 8 (lane % 2) .. + 7; each lane stores, per channel, one 32-bit word of
+// the 4 codes at V^T position VtSlot::position(u). Together: the header's layout, every byte
+// once, and per store instruction 16 consecutive words (64 bytes) of each of two V^T rows.
+TEST(PrepassGpuOrder, VtWordsGiveTheHeaderLayout) {
+  const auto code = [](int key, int c) { return static_cast<uint8_t>((key * 131 + c * 7) & 0xFF); };
+  const int keys = 128;
+  std::vector<uint8_t> vt(kD * keys, 0);
+  std::set<int> written;
+  for (int step = 0; step < keys / q::VtSlot::kKeysPerWarp; ++step) {
+    for (int warp = 0; warp < 8; ++warp) {
+      for (int lane = 0; lane < 32; ++lane) {
+        const int u = lane / 2, c0 = 16 * warp + 8 * (lane % 2);
+        const int base = step * q::VtSlot::kKeysPerWarp, pos = base + q::VtSlot::position(u);
+        for (int j = 0; j < 8; ++j) {
+          for (int m = 0; m < 4; ++m) {
+            const int at = (c0 + j) * keys + pos + m;
+            ASSERT_TRUE(written.insert(at).second) << "two codes, one byte";
+            vt[at] = code(base + q::VtSlot::key(u, m), c0 + j);
+          }
+        }
+      }
+      // One store instruction (fixed j): lanes of one parity write 16 consecutive words.
+      for (int parity = 0; parity < 2; ++parity) {
+        for (int u = 0; u < 16; ++u) {
+          ASSERT_EQ(q::VtSlot::position(u), 4 * u);
+        }
+      }
+    }
+  }
+  ASSERT_EQ(written.size(), vt.size());
+  for (int c = 0; c < kD; ++c) {
+    for (int p = 0; p < keys; ++p) {
+      const int key = p / 32 * 32 + fp8attn_vt_key_at(p % 32);
+      ASSERT_EQ(vt[c * keys + p], code(key, c)) << "channel " << c << " position " << p;
+    }
+  }
+}
+
+// quantize_vt_v1.cu: 256 threads store 16 codes of key r = pass * 32 + t / 8, channels
 // 16 (t % 8) .. +15, at tile_offset(r, c0); then thread t writes, for id = i * 256 + t,
 // channel id / 8, positions 16 (id % 8) .. +15, gathering key 32 (j / 2) + key_at(16 (j % 2) + n).
 int tile_offset(int key, int channel) {
   return key * kD + ((((channel >> 4) ^ (key >> 4)) & 7) << 4) + (channel & 15);
 }
-int vt_key_at_device(int p) {  // quantize_vt.cu's copy of fp8attn_vt_key_at
+int vt_key_at_device(int p) {  // quantize_vt_v1.cu's copy of fp8attn_vt_key_at
   const int half = p / 16, quad = (p % 16) / 4, m = p % 4;
   return half * 16 + (m / 2) * 8 + quad * 2 + (m % 2);
 }

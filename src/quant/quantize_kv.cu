@@ -1,0 +1,56 @@
+// The fused pass for K and V (FP8ATTN_QUANT_VARIANT=v2), one launch: K's row tiles
+// (quant/rows_tile.cuh: rotate, smooth, scale per head or per 128 keys) spread evenly among V's
+// transposed tiles (quant/vt_tile.cuh), so that every SM runs the rotation-heavy K beside the
+// light V.
+// Last to first when `reverse_order`: the channel reduction's last reads are then still in L2.
+#include "quant/launch.h"
+#include "quant/rows_tile.cuh"
+#include "quant/vt_tile.cuh"
+
+namespace fp8attn::quant {
+namespace {
+
+static_assert(rows::kThreads == vt::kThreads, "one block size for both tiles");
+
+template <bool kRotate, rows::Scale kScale>
+__global__ void __launch_bounds__(rows::kThreads, 2)
+    quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
+                       uint32_t v_tiles) {
+  const uint32_t total = nk + nv;
+  const uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
+  // K tiles spread evenly among V's (K's tiles can hold twice V's rows): K tiles before
+  // position n = floor(n nk / total).
+  const uint32_t k_before = static_cast<uint32_t>(static_cast<uint64_t>(n) * nk / total);
+  const uint32_t k_upto = static_cast<uint32_t>(static_cast<uint64_t>(n + 1) * nk / total);
+  if (k_upto > k_before) {
+    rows::quantize_rows_tile<kRotate, kScale>(k, rows::tile_of(k_before, k.x.heads, k_tiles));
+  } else {
+    vt::quantize_vt_tile(v, rows::tile_of(n - k_before, v.v.heads, v_tiles));
+  }
+}
+
+template <bool kRotate, rows::Scale kScale>
+cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream) {
+  constexpr int kRows = rows::kTileRows<kScale>;
+  const int k_tiles = (k.x.seqlen + kRows - 1) / kRows;
+  const int v_tiles = (v.vt_pad + vt::kTileKeys - 1) / vt::kTileKeys;
+  const int64_t nk = static_cast<int64_t>(k_tiles) * k.x.heads * k.x.batch;
+  const int64_t nv = static_cast<int64_t>(v_tiles) * v.v.heads * v.v.batch;
+  if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  quantize_kv_kernel<kRotate, kScale><<<static_cast<unsigned>(nk + nv), rows::kThreads, 0, stream>>>(
+      k, v, static_cast<uint32_t>(nk), static_cast<uint32_t>(nv), k_tiles, v_tiles);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream) {
+  if (k.group_rows == 0) {
+    return k.rotate ? launch<true, rows::Scale::kKnown>(k, v, stream)
+                    : launch<false, rows::Scale::kKnown>(k, v, stream);
+  }
+  return k.rotate ? launch<true, rows::Scale::kTile>(k, v, stream)
+                  : launch<false, rows::Scale::kTile>(k, v, stream);
+}
+
+}  // namespace fp8attn::quant

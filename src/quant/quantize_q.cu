@@ -1,0 +1,36 @@
+// The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every 128-row tile of every (batch, head),
+// head fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
+#include "quant/launch.h"
+#include "quant/rows_tile.cuh"
+
+namespace fp8attn::quant {
+namespace {
+
+template <bool kRotate, rows::Scale kScale>
+__global__ void __launch_bounds__(rows::kThreads, 2) quantize_q_kernel(RowQuantArgs a, int tiles) {
+  rows::quantize_rows_tile<kRotate, kScale>(a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
+}
+
+template <bool kRotate, rows::Scale kScale>
+cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
+  constexpr int kRows = rows::kTileRows<kScale>;
+  const int tiles = (a.x.seqlen + kRows - 1) / kRows;
+  const int64_t ctas = static_cast<int64_t>(tiles) * a.x.heads * a.x.batch;
+  quantize_q_kernel<kRotate, kScale>
+      <<<static_cast<unsigned>(ctas), rows::kThreads, 0, stream>>>(a, tiles);
+  return cudaGetLastError();
+}
+
+template <bool kRotate>
+cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
+  return a.group_rows == 1 ? launch<kRotate, rows::Scale::kRow>(a, stream)
+                           : launch<kRotate, rows::Scale::kTile>(a, stream);
+}
+
+}  // namespace
+
+cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream) {
+  return args.rotate ? launch<true>(args, stream) : launch<false>(args, stream);
+}
+
+}  // namespace fp8attn::quant

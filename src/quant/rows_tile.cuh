@@ -1,0 +1,206 @@
+// One tile of the fused pass for Q and K rows (FP8ATTN_QUANT_VARIANT=v2): 128 or 256 rows of one
+// (batch, head), 256 threads, 4 lanes per row (quant/lanes.h). Each row is read once (16-byte
+// loads, every warp instruction whole 32-byte sectors), rotated (signs folded into the BF16
+// conversion, two butterfly stages across lanes), smoothed (K, in the rotated basis), scaled and
+// written as E4M3 (8-byte stores, whole sectors). Used by quantize_q.cu and quantize_kv.cu.
+#pragma once
+
+#include "quant/launch.h"
+#include "quant/quant_common.cuh"
+
+namespace fp8attn::quant::rows {
+
+inline constexpr int kThreads = 256;
+inline constexpr int kL = kRowLanes;
+using Lanes = RowLanes<kL>;
+inline constexpr int kValues = Lanes::kValues;   // 32 per thread
+inline constexpr int kChunks = Lanes::kChunks;   // 4 runs of 8 channels
+inline constexpr int kRowsPerPass = kThreads / kL;
+inline constexpr int kScaleTileRows = 128;       // a K scale block (FP8ATTN_K_SCALE_BLOCK)
+
+// Where a row's scale comes from: its own amax, the amax of its 128-row tile, or a known value
+// per (batch, head) (K per head: the statistics pass computed it).
+enum class Scale { kRow, kTile, kKnown };
+
+// Rows per CTA: one scale tile, or (scale per row or known) 256 rows, whose per-thread set-up
+// (sign masks, indices) is then spread over 4 rows, 2 of them in flight at any time.
+template <Scale kScale>
+inline constexpr int kTileRows = kScale == Scale::kTile ? kScaleTileRows : 256;
+
+struct Tile {
+  int b, head, tile;
+};
+
+// CTA order: head fastest, then tiles, then batch, so that the CTAs in flight read neighbouring
+// heads of the same rows (whole DRAM pages) rather than one head's rows a stride apart. 32-bit
+// arithmetic: a grid has fewer than 2^31 CTAs.
+__device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t tiles) {
+  Tile t;
+  const uint32_t q = n / heads;
+  t.head = static_cast<int>(n - q * heads);
+  t.tile = static_cast<int>(q % tiles);
+  t.b = static_cast<int>(q / tiles);
+  return t;
+}
+
+template <bool kRotate, Scale kScale>
+__device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
+  constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
+  const int lane = threadIdx.x % kL;
+  const int S = a.x.seqlen;
+  const int64_t bh = static_cast<int64_t>(t.b) * a.x.heads + t.head;
+  const uint16_t* src = a.x.data + t.b * a.x.stride_b + t.head * a.x.stride_h + 8 * lane;
+  // This thread's row of pass p: s_first + p * kRowsPerPass.
+  const int s_first = t.tile * kTileRows<kScale> + static_cast<int>(threadIdx.x) / kL;
+
+  auto load = [&](int s, uint4 (&raw)[kChunks]) {
+#pragma unroll
+    for (int hi = 0; hi < kChunks; ++hi) {
+      raw[hi] = s < S ? ld_u32x4_here(src + s * a.x.stride_s + Lanes::channel(hi, 0, 0))
+                      : make_uint4(0, 0, 0, 0);
+    }
+  };
+
+  uint32_t mask[kValues / 2];
+  if constexpr (kRotate) sign_masks<kL>(a.negate_bits, lane, mask);
+  // K's mean and Q's k_mean (per (b, h), 512 bytes: L1 hits) are loaded per run where they are
+  // used, not held in 32 registers across the tile.
+  const float* mean = a.mean != nullptr ? a.mean + bh * kHeadDim : nullptr;
+  const float* km = nullptr;
+  if (a.lse_bias != nullptr && a.k_mean != nullptr) {
+    km = a.k_mean + (static_cast<int64_t>(t.b) * (a.x.heads / a.heads_per_kv) +
+                     t.head / a.heads_per_kv) * kHeadDim;
+  }
+
+  // BF16 -> FP32 with the sign flips.
+  auto convert = [&](const uint4 (&raw)[kChunks], float (&x)[kValues]) {
+#pragma unroll
+    for (int hi = 0; hi < kChunks; ++hi) {
+      if constexpr (kRotate) {
+        bf16x8_to_float_signed(raw[hi], &mask[4 * hi], &x[8 * hi]);
+      } else {
+        bf16x8_to_float(raw[hi], &x[8 * hi]);
+      }
+    }
+  };
+
+  // Row s: rotation, smoothing (K), lse_bias (Q).
+  auto transform = [&](int s, float (&x)[kValues]) {
+    if constexpr (kRotate) hadamard_lanes<kL>(x, lane);
+    if (mean != nullptr) {
+#pragma unroll
+      for (int hi = 0; hi < kChunks; ++hi) {
+        float m[8];
+        ld_f32x8_here(mean + Lanes::channel(hi, lane, 0), m);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x[8 * hi + j] = __fsub_rn(x[8 * hi + j], m[j]);
+      }
+    }
+    if (a.lse_bias != nullptr) {
+      // model/prepass.cc lse_dot_128: chain g = 4 hi + lane over this lane's run hi; the lane's
+      // four chains (s_lane, s_4+lane, s_8+lane, s_12+lane) pairwise, then across the 4 lanes.
+      float dot = 0.0f;
+      if (km != nullptr) {
+        float chain[kChunks];
+#pragma unroll
+        for (int hi = 0; hi < kChunks; ++hi) {
+          float m[8];
+          ld_f32x8_here(km + Lanes::channel(hi, lane, 0), m);
+          float acc = 0.0f;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc = __fmaf_rn(x[8 * hi + j], m[j], acc);
+          chain[hi] = acc;
+        }
+        dot = __fadd_rn(__fadd_rn(chain[0], chain[1]), __fadd_rn(chain[2], chain[3]));
+        dot = __fadd_rn(dot, __shfl_xor_sync(0xFFFFFFFFu, dot, 1));
+        dot = __fadd_rn(dot, __shfl_xor_sync(0xFFFFFFFFu, dot, 2));
+        if constexpr (kRotate) dot = __fmul_rn(dot, kHadamardDescale);
+        dot = __fmul_rn(a.softmax_scale, dot);
+      }
+      if (lane == 0 && s < S) a.lse_bias[bh * S + s] = dot;
+    }
+  };
+
+  auto row_amax = [&](int s, const float (&x)[kValues]) {
+    float m = 0.0f;
+    if (s < S) {
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) m = fmaxf(m, fabsf(x[v]));
+    }
+#pragma unroll
+    for (int off = 1; off < kL; off *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    return m;
+  };
+
+  auto store = [&](int s, const float (&x)[kValues], const GroupScale& g) {
+    if (s >= S) return;
+    uint8_t* dst = a.out + ((static_cast<int64_t>(t.b) * S + s) * a.x.heads + t.head) * kHeadDim;
+#pragma unroll
+    for (int hi = 0; hi < kChunks; ++hi) {
+      *reinterpret_cast<uint2*>(dst + Lanes::channel(hi, lane, 0)) = quantize8(&x[8 * hi], g.inv);
+    }
+    if (a.descale_per_row && lane == 0) a.descale[bh * S + s] = g.descale;
+  };
+
+  if constexpr (kScale == Scale::kTile) {
+    // One scale for the tile's 128 rows: all loads first, both rows in registers until the
+    // CTA's amax.
+    __shared__ float warp_amax[kThreads / 32];
+    uint4 raw[kPasses][kChunks];
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) load(s_first + p * kRowsPerPass, raw[p]);
+    float x[kPasses][kValues];
+    float m = 0.0f;
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      convert(raw[p], x[p]);
+      transform(s_first + p * kRowsPerPass, x[p]);
+      m = fmaxf(m, row_amax(s_first + p * kRowsPerPass, x[p]));
+    }
+#pragma unroll
+    for (int off = kL; off < 32; off *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+    if (threadIdx.x % 32 == 0) warp_amax[threadIdx.x / 32] = m;
+    __syncthreads();
+    m = warp_amax[0];
+#pragma unroll
+    for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, warp_amax[w]);
+    GroupScale g = group_scale(m);
+    g.descale = __fmul_rn(g.descale, a.descale_factor);
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) store(s_first + p * kRowsPerPass, x[p], g);
+    if (!a.descale_per_row && threadIdx.x == 0) {
+      a.descale[bh * ((S + kScaleTileRows - 1) / kScaleTileRows) + t.tile] = g.descale;
+    }
+  } else {
+    // One row at a time, two rows' loads in flight: row s + 2 * kRowsPerPass is loaded into the
+    // registers of row s as soon as they are converted (a rolled loop: no overlap of rows, so
+    // no register pressure beyond two rows).
+    static_assert(kPasses % 2 == 0);
+    GroupScale known{1.0f, 1.0f};
+    if constexpr (kScale == Scale::kKnown) known.inv = __ldg(a.scale_inv + bh);
+    auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
+      float x[kValues];
+      convert(raw, x);
+      if (more) load(s + 2 * kRowsPerPass, raw);
+      transform(s, x);
+      GroupScale g = known;
+      if constexpr (kScale == Scale::kRow) {
+        g = group_scale(row_amax(s, x));
+        g.descale = __fmul_rn(g.descale, a.descale_factor);
+      }
+      store(s, x, g);
+    };
+    uint4 ra[kChunks], rb[kChunks];
+    load(s_first, ra);
+    load(s_first + kRowsPerPass, rb);
+#pragma unroll 1
+    for (int p = 0; p < kPasses; p += 2) {
+      const int s = s_first + p * kRowsPerPass;
+      const bool more = p + 2 < kPasses;
+      step(s, ra, more);
+      step(s + kRowsPerPass, rb, more);
+    }
+  }
+}
+
+}  // namespace fp8attn::quant::rows
