@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -147,20 +148,10 @@ fp8attn_bf16_tensor device_tensor(const fm::Bf16View& v, const uint16_t* host_ba
   return t;
 }
 
-// Runs the GPU pre-pass and the CPU mirror on the same inputs and compares every output.
-void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad) {
-  SCOPED_TRACE("b=" + std::to_string(in.b) + " sq=" + std::to_string(in.sq) + " sk=" +
-               std::to_string(in.sk) + " h=" + std::to_string(in.h) + "/" +
-               std::to_string(in.h_kv) + " smooth_k=" + std::to_string(opt.smooth_k) +
-               " smooth_v=" + std::to_string(opt.smooth_v) + " hadamard=" +
-               std::to_string(opt.hadamard_qk) + " q_scale=" + std::to_string(opt.q_scale) +
-               " v_scale=" + std::to_string(opt.v_scale) + " packed=" + std::to_string(in.packed));
-  const float softmax_scale = 1.0f / std::sqrt(128.0f);
-  const fm::KvCacheHost cpu_kv = fm::prepass_kv(in.k_view(), in.v_view(), opt, vt_pad);
-  const fm::QQuantHost cpu_q = fm::prepass_q(in.q_view(), cpu_kv,
-                                             static_cast<fp8attn_q_scale>(opt.q_scale),
-                                             softmax_scale);
-
+// One variant's GPU pre-pass on `in`, every output against the mirror's.
+void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad,
+                     const fm::KvCacheHost& cpu_kv, const fm::QQuantHost& cpu_q,
+                     float softmax_scale) {
   DeviceBuffer d_q(in.q.size() * 2, 0), d_kv(in.kv.size() * 2, 0);
   CUDA_OK(cudaMemcpy(d_q.p, in.q.data(), d_q.bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(d_kv.p, in.kv.data(), d_kv.bytes, cudaMemcpyHostToDevice));
@@ -213,16 +204,71 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
   EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
   EXPECT_EQ(p.lse_bias != nullptr, opt.smooth_k != 0);
   EXPECT_EQ(p.o_bias != nullptr, opt.smooth_v != 0);
+  // Per head: stride 0 along blocks (the kernel's 192-key blocks); per block: stride 1.
+  EXPECT_EQ(p.kd_stride_blk, opt.k_scale == FP8ATTN_K_SCALE_HEAD ? 0 : 1);
+}
+
+
+// The fused-pass kernels of fp8attn_quant_variant(): both must write the mirror's bytes.
+const char* const kVariants[] = {"v2", "v1"};
+
+struct VariantScope {  // FP8ATTN_QUANT_VARIANT for the calls in this scope (read at every call)
+  explicit VariantScope(const char* v) { setenv("FP8ATTN_QUANT_VARIANT", v, 1); }
+  ~VariantScope() { unsetenv("FP8ATTN_QUANT_VARIANT"); }
+};
+
+// Runs the GPU pre-pass (each variant) and the CPU mirror on the same inputs and compares every
+// output.
+void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad) {
+  SCOPED_TRACE("b=" + std::to_string(in.b) + " sq=" + std::to_string(in.sq) + " sk=" +
+               std::to_string(in.sk) + " h=" + std::to_string(in.h) + "/" +
+               std::to_string(in.h_kv) + " smooth_k=" + std::to_string(opt.smooth_k) +
+               " smooth_v=" + std::to_string(opt.smooth_v) + " hadamard=" +
+               std::to_string(opt.hadamard_qk) + " q_scale=" + std::to_string(opt.q_scale) +
+               " k_scale=" + std::to_string(opt.k_scale) + " v_scale=" +
+               std::to_string(opt.v_scale) + " pad=" + std::to_string(vt_pad) + " packed=" +
+               std::to_string(in.packed));
+  const float softmax_scale = 1.0f / std::sqrt(128.0f);
+  const fm::KvCacheHost cpu_kv = fm::prepass_kv(in.k_view(), in.v_view(), opt, vt_pad);
+  const fm::QQuantHost cpu_q = fm::prepass_q(in.q_view(), cpu_kv,
+                                             static_cast<fp8attn_q_scale>(opt.q_scale),
+                                             softmax_scale);
+  for (const char* variant : kVariants) {
+    SCOPED_TRACE(std::string("FP8ATTN_QUANT_VARIANT=") + variant);
+    VariantScope scope(variant);
+    ASSERT_STREQ(fp8attn_quant_variant(), variant);
+    compare_variant(in, opt, vt_pad, cpu_kv, cpu_q, softmax_scale);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 fp8attn_quant_options options(bool smooth_k, bool smooth_v, bool hadamard, int q_scale,
-                              int v_scale, uint64_t seed) {
+                              int k_scale, int v_scale, uint64_t seed) {
   fp8attn_quant_options o;
   fp8attn_quant_options_init(&o);
   o.smooth_k = smooth_k, o.smooth_v = smooth_v, o.hadamard_qk = hadamard;
-  o.q_scale = q_scale, o.v_scale = v_scale, o.hadamard_seed = seed;
+  o.q_scale = q_scale, o.k_scale = k_scale, o.v_scale = v_scale, o.hadamard_seed = seed;
   return o;
 }
+
+// Option sets: the defaults first, then per-head and per-block K with and without the rotation
+// and smoothing (the last one needs no K statistics at all), Q and V scale granularities.
+struct OptionSet {
+  bool smooth_k, smooth_v, hadamard;
+  int q_scale, k_scale, v_scale;
+  bool extra_pad;
+};
+constexpr int kQTok = FP8ATTN_Q_SCALE_TOKEN, kQBlk = FP8ATTN_Q_SCALE_BLOCK128;
+constexpr int kKHead = FP8ATTN_K_SCALE_HEAD, kKBlk = FP8ATTN_K_SCALE_BLOCK128;
+constexpr int kVCh = FP8ATTN_V_SCALE_CHANNEL, kVHead = FP8ATTN_V_SCALE_HEAD;
+const OptionSet kOptionSets[] = {
+    {true, true, true, kQTok, kKHead, kVCh, false},     // the defaults
+    {true, true, true, kQTok, kKBlk, kVCh, false},
+    {true, true, false, kQBlk, kKHead, kVHead, false},
+    {false, true, true, kQBlk, kKBlk, kVHead, true},
+    {false, false, false, kQTok, kKHead, kVCh, false},
+    {false, false, false, kQTok, kKBlk, kVCh, true},
+};
 
 TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
   FP8ATTN_REQUIRE_SM90();
@@ -233,10 +279,10 @@ TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
   for (const Shape& s : shapes) {
     const uint64_t seed = fresh_seed("random case");
     const Inputs in = random_inputs(seed, s.b, s.sq, s.sk, s.h, s.h_kv, s.packed);
-    for (int variant = 0; variant < 4; ++variant) {
+    for (const OptionSet& o : kOptionSets) {
       const fp8attn_quant_options opt =
-          options(variant != 1, variant != 2, variant >= 2, variant % 2, variant == 3, seed);
-      const int pad = variant == 3 ? (s.sk + 31) / 32 * 32 + 64 : 0;
+          options(o.smooth_k, o.smooth_v, o.hadamard, o.q_scale, o.k_scale, o.v_scale, seed);
+      const int pad = o.extra_pad ? (s.sk + 31) / 32 * 32 + 160 : 0;
       compare_with_mirror(in, opt, pad);
       if (HasFatalFailure()) return;
     }
@@ -262,8 +308,9 @@ TEST(QuantGpu, MatchesCpuMirrorOnCapturedFixture) {
     in.kv.resize(k.numel() + v.numel());
     std::memcpy(in.kv.data(), k.data.data(), k.data.size());
     std::memcpy(in.kv.data() + k.numel(), v.data.data(), v.data.size());
-    for (int variant = 0; variant < 2; ++variant) {
-      compare_with_mirror(in, options(true, true, variant == 1, 0, 0, 1234 + variant), 0);
+    for (int rotate = 0; rotate < 2; ++rotate) {  // the defaults; the previous defaults
+      compare_with_mirror(in, options(true, true, rotate == 1, kQTok, rotate ? kKHead : kKBlk,
+                                      kVCh, 1234 + rotate), 0);
     }
     ++used;
   }
@@ -308,6 +355,11 @@ TEST(QuantApi, RefusesBadArgumentsWithAClearMessage) {
   EXPECT_EQ(fp8attn_quantize_kv(&ok, &ok, &opt, &cache, buf, size_t(1) << 40, nullptr),
             FP8ATTN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp8attn_quant_last_error()).find("v_scale"), std::string::npos);
+  opt.v_scale = FP8ATTN_V_SCALE_CHANNEL;
+  opt.k_scale = 7;
+  EXPECT_EQ(fp8attn_quantize_kv(&ok, &ok, &opt, &cache, buf, size_t(1) << 40, nullptr),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("k_scale"), std::string::npos);
 
   fp8attn_q_quant qq{};
   ASSERT_EQ(fp8attn_q_quant_init(&qq, buf, size_t(1) << 40, 1, 64, 3, 128), FP8ATTN_SUCCESS);
@@ -315,6 +367,49 @@ TEST(QuantApi, RefusesBadArgumentsWithAClearMessage) {
   EXPECT_EQ(fp8attn_quantize_q(&q3, &cache, 0, 0.1f, &qq, nullptr),
             FP8ATTN_ERROR_INVALID_ARGUMENT);  // 3 heads over 2 kv heads
   EXPECT_NE(std::string(fp8attn_quant_last_error()).find("heads"), std::string::npos);
+}
+
+// The defaults are the numerics study's decision (docs/numerics-report.md): smoothing on,
+// Hadamard on, Q per token, K per head, V per channel. Runs without a GPU.
+TEST(QuantApi, DefaultsAreTheNumericsDecision) {
+  fp8attn_quant_options o;
+  std::memset(&o, 0x5A, sizeof o);
+  fp8attn_quant_options_init(&o);
+  EXPECT_EQ(o.smooth_k, 1);
+  EXPECT_EQ(o.smooth_v, 1);
+  EXPECT_EQ(o.hadamard_qk, 1);
+  EXPECT_EQ(o.q_scale, FP8ATTN_Q_SCALE_TOKEN);
+  EXPECT_EQ(o.k_scale, FP8ATTN_K_SCALE_HEAD);
+  EXPECT_EQ(o.v_scale, FP8ATTN_V_SCALE_CHANNEL);
+  EXPECT_NE(o.hadamard_seed, 0u);
+  EXPECT_EQ(sizeof(fp8attn_quant_options), 32u);  // bench/bench_prepass.py mirrors the layout
+  const fp8attn::QuantOptions cpp = fp8attn::default_quant_options();
+  EXPECT_EQ(std::memcmp(&cpp, &o, sizeof o), 0);
+  unsetenv("FP8ATTN_QUANT_VARIANT");
+  EXPECT_STREQ(fp8attn_quant_variant(), "v2");
+}
+
+// fp8attn_fwd_params_from_quant: per-head K descales go with kd_stride_blk = 0 (so the kernel
+// runs its 192-key blocks), per-block ones with 1; both pass the kernel's validation. Host-only
+// (never dereferenced), runs without a GPU.
+TEST(QuantApi, ParamsCarryTheKScaleGranularity) {
+  alignas(256) static unsigned char fake[256];
+  fp8attn_kv_cache cache{};
+  ASSERT_EQ(fp8attn_kv_cache_init(&cache, fake, size_t(1) << 40, 2, 300, 2, 128, 0),
+            FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  fp8attn_q_quant qq{};
+  ASSERT_EQ(fp8attn_q_quant_init(&qq, fake, size_t(1) << 40, 2, 77, 4, 128), FP8ATTN_SUCCESS);
+  qq.softmax_scale = 0.1f;
+  for (const int k_scale : {kKHead, kKBlk}) {
+    cache.options.k_scale = k_scale;
+    fp8attn_fwd_params p{};
+    ASSERT_EQ(fp8attn_fwd_params_from_quant(&p, &qq, &cache, fake, nullptr), FP8ATTN_SUCCESS)
+        << fp8attn_quant_last_error();
+    EXPECT_EQ(p.kd_stride_blk, k_scale == kKHead ? 0 : 1);
+    EXPECT_EQ(p.kd_stride_h, 3);  // ceil(300 / 128) entries per head either way
+    EXPECT_EQ(p.kd_stride_b, 6);
+    EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
+  }
 }
 
 }  // namespace

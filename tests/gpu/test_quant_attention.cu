@@ -89,6 +89,7 @@ double rel_rmse(const std::vector<float>& o, const fm::TensorD& ref, const std::
 struct Case {
   int b, sq, sk, h, h_kv;
   bool causal, hadamard;
+  bool k_head;  // one K descale per head: the kernel's 192-key blocks; else per 128 keys
 };
 
 class QuantAttention : public ::testing::TestWithParam<Case> {};
@@ -112,6 +113,7 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
   fp8attn::AttentionOptions opt;
   opt.causal = t.causal;
   opt.quant.hadamard_qk = t.hadamard;
+  opt.quant.k_scale = t.k_head ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
   opt.quant.hadamard_seed = seed;
   const float scale = 1.0f / std::sqrt(128.0f);
   fp8attn::Workspace ws;
@@ -219,15 +221,16 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
                                                    bf16_tensor(v, t.b, t.sk, t.h_kv), cfg);
   const double e2e_err = rel_rmse(e2e_o1, ref.o, nullptr, t.h, t.h_kv);
   // Per row, |LSE - LSE_true| <= max over visible keys of the FP8 rounding of the score,
-  // scale * |q~ . k~_j - q . (k_j - mean)| (the LSE is 1-Lipschitz in the max norm; the
-  // correction lse_bias is exact), plus the kernel-only LSE tolerance.
+  // |scale q~ . k~_j - (scale q . k_j - lse_bias)| (the LSE is 1-Lipschitz in the max norm;
+  // lse_bias, what smoothing took out of every score of the row in whichever basis K was smoothed,
+  // comes back exactly), plus the kernel-only LSE tolerance.
   const int group = t.h / t.h_kv;
   double worst_excess = -INFINITY;
   for (int b = 0; b < t.b; ++b) {
     for (int h = 0; h < t.h; ++h) {
       const int hk2 = h / group;
-      const float* km = &hk.k_mean[(size_t(b) * t.h_kv + hk2) * kD];
       for (int i = 0; i < t.sq; ++i) {
+        const size_t r = (size_t(b) * t.h + h) * t.sq + i;
         const int key_end = t.causal ? std::min(t.sk, i + 1 + t.sk - t.sq) : t.sk;
         double score_err = 0;
         for (int j = 0; j < key_end; ++j) {
@@ -235,11 +238,10 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
           for (int c = 0; c < kD; ++c) {
             deq += double(ops.q(b, i, h, c)) * ops.k(b, j, hk2, c);
             exact += double(fm::bf16_to_float(q1[ops.q.index(b, i, h, c)])) *
-                     (double(fm::bf16_to_float(k[ops.k.index(b, j, hk2, c)])) - km[c]);
+                     double(fm::bf16_to_float(k[ops.k.index(b, j, hk2, c)]));
           }
-          score_err = std::max(score_err, scale * std::fabs(deq - exact));
+          score_err = std::max(score_err, std::fabs(scale * deq - (scale * exact - hq.lse_bias[r])));
         }
-        const size_t r = (size_t(b) * t.h + h) * t.sq + i;
         worst_excess = std::max(worst_excess, std::fabs(e2e_lse1[r] - ref.lse[r]) - score_err);
       }
     }
@@ -251,15 +253,18 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, QuantAttention,
-                         ::testing::Values(Case{2, 300, 517, 4, 2, false, false},
-                                           Case{1, 256, 700, 4, 4, true, true},
-                                           Case{1, 129, 129, 8, 1, true, false}),
+                         ::testing::Values(Case{2, 300, 517, 4, 2, false, true, true},  // defaults
+                                           Case{1, 256, 700, 4, 4, true, true, true},
+                                           Case{2, 300, 517, 4, 2, false, false, false},
+                                           Case{1, 256, 700, 4, 4, true, true, false},
+                                           Case{1, 129, 129, 8, 1, true, false, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
                            return "b" + std::to_string(c.b) + "_sq" + std::to_string(c.sq) +
                                   "_sk" + std::to_string(c.sk) + "_h" + std::to_string(c.h) +
                                   "_" + std::to_string(c.h_kv) + (c.causal ? "_causal" : "") +
-                                  (c.hadamard ? "_hadamard" : "");
+                                  (c.hadamard ? "_hadamard" : "") +
+                                  (c.k_head ? "_khead" : "_kblock");
                          });
 
 TEST(QuantAttentionApi, RefusesBadShapes) {
