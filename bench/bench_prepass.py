@@ -5,17 +5,22 @@ alone on a GPU machine:
 
 run_prepass_bench(lib_path, torch) -> {"prepass": [...], "speed": [...], "accuracy": [...],
                                        "notes": [...]}
-  prepass: {b, s, h, h_kv, gbps, copy_gbps, ...} per shape and option set: the pre-pass (quantize
-           K/V into the FP8 cache, then Q) timed with CUDA events, median of >= 100 runs after
-           warm-up, beside a device-to-device copy of the BF16 Q, K, V timed in the same run.
-           gbps counts the bytes the pre-pass kernels move (every read, re-reads by the
-           channel-reduction pass included, and every write); useful_gbps counts each input once
-           plus the outputs. copy_gbps counts read + write of the copy.
+  prepass: {b, s, h, h_kv, mode, variant, gbps, copy_gbps, ...} per shape, option set (mode; the
+           full options are in the record, `default` marks the library's defaults) and fused-pass
+           kernels (variant: FP8ATTN_QUANT_VARIANT, v2 by default; v1 also timed at the seed
+           shape): the pre-pass (quantize K/V into the FP8 cache, then Q) timed with CUDA events,
+           median of >= 100 runs after warm-up, beside a device-to-device copy of the BF16 Q, K, V
+           timed in the same run. gbps counts the bytes the pre-pass kernels move (every read,
+           re-reads by the channel-reduction pass included, and every write); useful_gbps counts
+           each input once plus the outputs. copy_gbps counts read + write of the copy;
+           q_only_gbps / kv_only_gbps the Q pass and the K/V passes alone.
   speed:   {method: "fp8attn_end_to_end", b, sq, sk, h, h_kv, d, causal, tflops_median, runs}
-           (pre-pass included, through fp8attn_attention) and, on the same data in the same run,
-           "fp8attn_kernel_on_prepass_inputs" (the kernel alone on the pre-pass's outputs).
-  accuracy: end-to-end errors of three option sets and of SDPA cuDNN BF16 vs exact FP64
-           attention, at b=1, s=4096, h=8/2 (see _accuracy_records).
+           (pre-pass included, through fp8attn_attention, with the library's default options) and,
+           on the same data in the same run, "fp8attn_kernel_on_prepass_inputs" (the kernel alone
+           on the pre-pass's outputs; with the default per-head K descale it runs 192-key blocks).
+  accuracy: end-to-end errors of three option sets (E2E_VARIANTS: the defaults, without the
+           Hadamard rotation, without smoothing; each record carries its options) and of SDPA
+           cuDNN BF16 vs exact FP64 attention, at b=1, s=4096, h=8/2 (see _accuracy_records).
 Speed inputs are BF16 N(0, 1) with a per-channel bias on K (std 4), larger than the 50 MB L2 at the
 benchmark shapes. All calls go through the C ABI (include/fp8attn/quant.h, attention.h) by ctypes
 on torch CUDA tensors.
@@ -33,13 +38,15 @@ from pathlib import Path
 _i32, _i64, _u64, _vp, _f32 = (ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p,
                                 ctypes.c_float)
 HEAD_DIM = 128
-STATS_CHUNK = 64  # FP8ATTN_QUANT_STATS_CHUNK
+STATS_GROUP_KEYS = 32 * 16  # FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_GROUP
 K_SCALE_BLOCK = 128
+K_SCALE_HEAD, K_SCALE_BLOCK128 = 0, 1  # fp8attn_k_scale
+VARIANT_ENV = "FP8ATTN_QUANT_VARIANT"
 
 
 class QuantOptions(ctypes.Structure):
     _fields_ = [("smooth_k", _i32), ("smooth_v", _i32), ("hadamard_qk", _i32), ("q_scale", _i32),
-                ("v_scale", _i32), ("hadamard_seed", _u64)]
+                ("v_scale", _i32), ("k_scale", _i32), ("hadamard_seed", _u64)]
 
 
 class Bf16Tensor(ctypes.Structure):
@@ -80,6 +87,7 @@ def _bind(lib_path: str) -> ctypes.CDLL:
         "fp8attn_quantize_q": (ctypes.c_int, [P(Bf16Tensor), P(KvCache), _i32, _f32, P(QQuant),
                                               _vp]),
         "fp8attn_quant_last_error": (ctypes.c_char_p, []),
+        "fp8attn_quant_variant": (ctypes.c_char_p, []),
         "fp8attn_workspace_create": (_vp, []),
         "fp8attn_workspace_destroy": (None, [_vp]),
         "fp8attn_workspace_reserve": (ctypes.c_int, [_vp, ctypes.c_size_t]),
@@ -104,10 +112,13 @@ def _check_layout(lib) -> None:
     lib.fp8attn_attention_args_init(ctypes.byref(a))
     o = QuantOptions()
     lib.fp8attn_quant_options_init(ctypes.byref(o))
+    # The defaults (smooth K and V, Hadamard on, Q per token, V per channel, K per head) read
+    # through both structs; k_scale sits in what was padding, so an old library leaves 0x5A there.
     got = (a.quant.smooth_k, a.quant.smooth_v, a.quant.hadamard_qk, a.quant.q_scale,
-           a.quant.v_scale, a.quant.hadamard_seed, a.causal, a.o)
-    want = (o.smooth_k, o.smooth_v, 0, 0, 0, o.hadamard_seed, 0, None)
-    if got != want or o.hadamard_seed == 0 or o.smooth_k != 1:
+           a.quant.v_scale, a.quant.k_scale, a.quant.hadamard_seed, a.causal, a.o)
+    want = (1, 1, 1, 0, 0, K_SCALE_HEAD, o.hadamard_seed, 0, None)
+    mine = (o.smooth_k, o.smooth_v, o.hadamard_qk, o.q_scale, o.v_scale, o.k_scale)
+    if got != want or mine != want[:6] or o.hadamard_seed == 0:
         raise RuntimeError(f"bench_prepass.py struct layout does not match the library: {got} vs {want}")
 
 
@@ -136,19 +147,27 @@ def _inputs(torch, b, sq, sk, h, h_kv, seed):
     return q, k, v
 
 
-def _prepass_bytes(b, sq, sk, h, h_kv, smooth_k: bool) -> tuple[int, int]:
+def _prepass_bytes(b, sq, sk, h, h_kv, opts) -> tuple[int, int]:
     """(bytes the kernels move, useful bytes: each input read once + the outputs)."""
     d = HEAD_DIM
     nq, nkv = b * sq * h * d, b * sk * h_kv * d
     pad = (sk + 31) // 32 * 32
-    chunks = b * h_kv * math.ceil(sk / STATS_CHUNK) * d
+    groups = b * h_kv * math.ceil(sk / STATS_GROUP_KEYS) * d
     outputs = nq + nkv + b * h_kv * d * pad + 4 * (2 * b * h * sq + b * h_kv * (
         math.ceil(sk / K_SCALE_BLOCK) + 3 * d))
     useful = 2 * (nq + 2 * nkv) + outputs
-    # Channel reduction: V always (its per-channel scale needs every key), K when smoothed; it
-    # writes partial sums (and V's max, min), which the finalize step reads back.
-    reduction = 2 * nkv * (2 if smooth_k else 1) + 2 * 4 * chunks * ((2 if smooth_k else 1) + 2)
+    # Channel reduction: V always (its scale needs every key), K when smoothed or scaled per
+    # head; one partial per group of keys and channel (sum, max, min; K's max and min only for a
+    # per-head scale), written and read back by the finalize step, which writes V's inverse
+    # scales (and K's).
+    k_stats = bool(opts.smooth_k) or opts.k_scale == K_SCALE_HEAD
+    partials = 3 + ((3 if opts.k_scale == K_SCALE_HEAD else 1) if k_stats else 0)
+    reduction = 2 * nkv * (2 if k_stats else 1) + 2 * 4 * groups * partials + 4 * b * h_kv * d
     return useful + reduction, useful
+
+
+def _variant(lib) -> str:
+    return lib.fp8attn_quant_variant().decode()
 
 
 def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -> dict:
@@ -193,12 +212,12 @@ def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -
     q_ms = _time_ms(torch, q_only, warmup, runs)
     kv_ms = _time_ms(torch, kv_only, warmup, runs)
     copy_ms2 = _time_ms(torch, lambda: dst.copy_(src), warmup, runs)  # drift check
-    moved, useful = _prepass_bytes(b, s, s, h, h_kv, bool(opts.smooth_k))
+    moved, useful = _prepass_bytes(b, s, s, h, h_kv, opts)
     med = statistics.median
     copy_gbps = 2 * src.numel() * 2 / (med(copy_ms) * 1e-3) / 1e9
     q_bytes = b * s * h * HEAD_DIM * 3 + 8 * b * h * s
     kv_moved = moved - q_bytes
-    return {"b": b, "s": s, "h": h, "h_kv": h_kv, "mode": mode,
+    return {"b": b, "s": s, "h": h, "h_kv": h_kv, "mode": mode, "variant": _variant(lib),
             "gbps": moved / (med(pre_ms) * 1e-3) / 1e9,
             "copy_gbps": copy_gbps,
             "useful_gbps": useful / (med(pre_ms) * 1e-3) / 1e9,
@@ -270,7 +289,8 @@ def _speed_records(torch, lib, shape, warmup, runs, seed) -> list[dict]:
         recs.append({"method": method, "b": b, "sq": sq, "sk": sk, "h": h, "h_kv": h_kv, "d": d,
                      "causal": bool(causal),
                      "tflops_median": shape.flops() / (statistics.median(times) * 1e-3) / 1e12,
-                     "runs": len(times)})
+                     "runs": len(times), "prepass_variant": _variant(lib),
+                     "prepass_options": _options_dict(args.quant)})
     return recs
 
 
@@ -284,6 +304,14 @@ def _set_causal(params_buf, causal: int) -> None:
     spec.loader.exec_module(abi)  # ctypes only: no torch, no library loaded
     off = abi.FwdParams.causal.offset
     ctypes.c_int32.from_buffer(params_buf, off).value = causal
+
+
+def _e2e_options(lib, overrides: dict) -> dict:
+    o = QuantOptions()
+    lib.fp8attn_quant_options_init(ctypes.byref(o))
+    for f, val in overrides.items():
+        setattr(o, f, val)
+    return _options_dict(o)
 
 
 def _e2e_attention(torch, lib, q, k, v, causal: bool, overrides: dict):
@@ -308,8 +336,16 @@ def _e2e_attention(torch, lib, q, k, v, causal: bool, overrides: dict):
     return o, lse
 
 
+def _options_dict(opts) -> dict:
+    return {f: getattr(opts, f) for f, _ in QuantOptions._fields_}
+
+
+# Method -> overrides of the library's defaults (smooth K and V, Hadamard on, K per head):
+# "fp8attn_end_to_end" is the default scheme. (Results written before the defaults changed had
+# "fp8attn_end_to_end" without the Hadamard and "fp8attn_end_to_end_hadamard" with it; each record
+# now carries its options.)
 E2E_VARIANTS = {"fp8attn_end_to_end": {},
-                "fp8attn_end_to_end_hadamard": {"hadamard_qk": 1},
+                "fp8attn_end_to_end_no_hadamard": {"hadamard_qk": 0},
                 "fp8attn_end_to_end_no_smooth": {"smooth_k": 0, "smooth_v": 0}}
 
 
@@ -352,7 +388,8 @@ def _accuracy_records(torch, lib, seed: int, log, notes: list) -> list[dict]:
                     o, lse = _e2e_attention(torch, lib, q, k, v, causal, overrides)
                     rec = {"dataset": name, "causal": causal, "method": method,
                            "reference": "end_to_end", **accuracy.error_metrics(o, ref_o),
-                           "lse_max_abs": accuracy.lse_max_abs(lse, ref_lse)}
+                           "lse_max_abs": accuracy.lse_max_abs(lse, ref_lse),
+                           "options": _e2e_options(lib, overrides)}
                 except Exception as e:
                     notes.append(f"accuracy {name} {method}: FAILED {type(e).__name__}: {e}")
                     rec = {"dataset": name, "causal": causal, "method": method,
@@ -392,15 +429,28 @@ def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
     notes, prepass, speed_recs, accuracy_recs = [], [], [], []
     seed_shape = (2, 8192, 32, 32)
 
-    def prepass_task(shape, mode, overrides):
+    defaults = QuantOptions()
+    lib.fp8attn_quant_options_init(ctypes.byref(defaults))
+
+    def prepass_task(shape, mode, overrides, variant="v2"):
         b, s, h, h_kv = shape
         opts = QuantOptions()
         lib.fp8attn_quant_options_init(ctypes.byref(opts))
         for f, val in overrides.items():
             setattr(opts, f, val)
-        rec = _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed)
+        before = os.environ.get(VARIANT_ENV)
+        os.environ[VARIANT_ENV] = variant  # read by the library at every call
+        try:
+            rec = _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed)
+        finally:
+            if before is None:
+                os.environ.pop(VARIANT_ENV, None)
+            else:
+                os.environ[VARIANT_ENV] = before
+        rec["default"] = _options_dict(opts) == _options_dict(defaults)
         prepass.append(rec)
-        log(f"  prepass {mode:<20} b={b} s={s} h={h}/{h_kv}: {rec['gbps']:7.0f} GB/s moved, "
+        log(f"  prepass {mode:<26} {rec['variant']} b={b} s={s} h={h}/{h_kv}: "
+            f"{rec['gbps']:7.0f} GB/s moved ({rec['gbps'] / rec['copy_gbps']:.0%} of copy), "
             f"{rec['useful_gbps']:7.0f} useful, Q pass {rec['q_only_gbps']:7.0f}, "
             f"K/V {rec['kv_only_gbps']:7.0f}; copy {rec['copy_gbps']:7.0f} GB/s")
 
@@ -415,14 +465,27 @@ def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
     def accuracy_task():
         accuracy_recs.extend(_accuracy_records(torch, lib, seed, log, notes))
 
-    configs = [("smooth_kv", {}), ("no_smooth", {"smooth_k": 0, "smooth_v": 0}),
-               ("smooth_kv_hadamard", {"hadamard_qk": 1})]
+    # Every mode spells its options out (none relies on the defaults): the first three kept
+    # their meaning from before the defaults changed (K per 128 keys), for tools/study/costs.py.
+    block = {"k_scale": K_SCALE_BLOCK128}
+    configs = [("smooth_kv_hadamard_khead", {"smooth_k": 1, "smooth_v": 1, "hadamard_qk": 1,
+                                             "k_scale": K_SCALE_HEAD}),
+               ("smooth_kv_khead", {"smooth_k": 1, "smooth_v": 1, "hadamard_qk": 0,
+                                    "k_scale": K_SCALE_HEAD}),
+               ("smooth_kv", {"smooth_k": 1, "smooth_v": 1, "hadamard_qk": 0, **block}),
+               ("no_smooth", {"smooth_k": 0, "smooth_v": 0, "hadamard_qk": 0, **block}),
+               ("smooth_kv_hadamard", {"smooth_k": 1, "smooth_v": 1, "hadamard_qk": 1, **block})]
     tasks = []  # (priority, name, callable)
     for shape in (seed_shape, (2, 8192, 32, 8), (1, 16384, 32, 32)):
-        for mode, overrides in configs:
-            first = shape == seed_shape and mode == "smooth_kv"
+        for i, (mode, overrides) in enumerate(configs):
+            first = shape == seed_shape and i == 0
             tasks.append((0 if first else 2, f"prepass {mode} {shape}",
                           lambda sh=shape, m=mode, o=overrides: prepass_task(sh, m, o)))
+    # The previous fused-pass kernels on the seed shape (the default options and the old
+    # default), so that one session times both variants.
+    for mode, overrides in configs[:1] + configs[2:3]:
+        tasks.append((1, f"prepass {mode} {seed_shape} v1",
+                      lambda m=mode, o=overrides: prepass_task(seed_shape, m, o, "v1")))
     # Every shape of the harness's speed table (a shape missing here reads "failed" there).
     for shape in speed.speed_shapes():
         first = (shape.b, shape.sq, shape.h, shape.h_kv) == seed_shape

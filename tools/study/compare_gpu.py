@@ -25,14 +25,26 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import schemes as S  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# GPU method -> (dataset suffix, model scheme)
+# GPU method -> (dataset suffix, model scheme). The end-to-end records of bench/bench_prepass.py
+# carry their pre-pass options since the defaults changed (Hadamard on, K per head); their scheme
+# comes from those (model_spec_of_options). These fixed specs are for older results, whose
+# "fp8attn_end_to_end" had no rotation and 128-key K descales.
 MIRROR = {
     "fp8attn": ("", "fa3-fp8:block=192:acc=hopper"),
     "fp8attn_p_hilo": ("", "fa3-fp8:p=e4m3hilo:two_level=1:l_rounded=1:acc=hopper"),
     "fp8attn_end_to_end": ("@prepass", "fp8attn-kernel:acc=hopper"),
     "fp8attn_end_to_end_hadamard": ("@prepass", "fp8attn-kernel-rot:acc=hopper"),
+    "fp8attn_end_to_end_no_hadamard": ("@prepass", "fp8attn-kernel:prepass_k_head=1:acc=hopper"),
     "fp8attn_end_to_end_no_smooth": ("@prepass", "fp8attn-kernel:smooth_k=0:smooth_v=0:acc=hopper"),
 }
+
+
+def model_spec_of_options(o):
+    """The fp8attn-kernel scheme (model/scheme.cc) of a record's fp8attn_quant_options."""
+    return (f"fp8attn-kernel:smooth_k={int(o['smooth_k'])}:smooth_v={int(o['smooth_v'])}"
+            f":hadamard_qk={int(o['hadamard_qk'])}:prepass_q_block={int(o['q_scale'] == 1)}"
+            f":prepass_v_head={int(o['v_scale'] == 1)}:prepass_k_head={int(o.get('k_scale', 1) == 0)}"
+            f":acc=hopper")
 
 
 def main():
@@ -51,6 +63,7 @@ def main():
         sys.exit(f"no pack in {args.pack}: python3 tools/capture/pack.py")
     tmp = ROOT / "results/.gpu-vs-model-tmp.json"
     specs = ["bf16-flash"] + [m for _, m in MIRROR.values()]
+    specs += sorted({model_spec_of_options(r["options"]) for r in gpu.get("accuracy", []) if r.get("options")})
     cmd = ["nice", "-n", "10", str(args.eval), "--data", ",".join(str(f) for f in files), "--mask", "both",
            "--threads", "2", "--no-kernel-only", "--scheme", ",".join(specs), "--json", str(tmp), "--quiet"]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -69,6 +82,8 @@ def main():
                     y = first.get((name, causal, "sdpa_cudnn_bf16", "end_to_end"))
                     if g and y:
                         break
+                if g and g.get("options"):
+                    spec = model_spec_of_options(g["options"])
                 m = model.get((f.stem, causal, spec))
                 if not (g and y and m and g.get("rmse") and y.get("rmse")):
                     continue
