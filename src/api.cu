@@ -182,7 +182,7 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
 //     rounding dominates; one-level allows 192-key blocks and runs ~12% faster)
 //   FP8ATTN_BLOCK_N=128|224: key block of the one-level E4M3 kernel (default 192)
 //   FP8ATTN_PERSISTENT=0|1: persistent CTAs with a dynamic tile counter (default 1)
-//   FP8ATTN_VARIANT=lazy-max|tc-rowsum|ablate-nosoftmax|ablate-noexp|ablate-nopv: softmax variant of the
+//   FP8ATTN_VARIANT=tc-rowsum|tc-rowsum-split|split|ablate-nosoftmax|ablate-noexp|ablate-nopv: softmax variant of the
 //     one-level 192-key E4M3 kernel (config.h); the ablations give WRONG results (timing probes)
 //   FP8ATTN_SCHED=section|head: causal tile order (scheduler.cuh), default section
 //   FP8ATTN_POLY_EXP_EVERY=4|8: every 4th (8th) group of 8 keys takes exp2 from a polynomial on the
@@ -208,8 +208,9 @@ const KnobSettings& knob_settings() {
     if (const char* e = std::getenv("FP8ATTN_SCHED")) s.causal_sections = std::string(e) != "head";
     if (const char* e = std::getenv("FP8ATTN_VARIANT")) {
       const std::string v(e);
-      s.variant = v == "lazy-max"           ? fp8attn::attn::kVariantLazyMax
-                  : v == "tc-rowsum"        ? fp8attn::attn::kVariantTcRowSum
+      s.variant = v == "tc-rowsum"          ? fp8attn::attn::kVariantTcRowSum
+                  : v == "tc-rowsum-split"  ? fp8attn::attn::kVariantTcRowSumSplit
+                  : v == "split"            ? fp8attn::attn::kVariantSplit
                   : v == "ablate-nosoftmax" ? fp8attn::attn::kAblateNoSoftmax
                   : v == "ablate-noexp"     ? fp8attn::attn::kAblateNoExp
                   : v == "ablate-nopv"      ? fp8attn::attn::kAblateNoPV
@@ -412,7 +413,8 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   }
   if (poly == 8) return launch<Config<P, false, 192, 2, 8>>(*params, dev_info, st);
   switch (knobs.variant) {
-    case kVariantLazyMax: return launch<Config<P, false, 192, 2, 0, kVariantLazyMax>>(*params, dev_info, st);
+    case kVariantTcRowSumSplit: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSumSplit>>(*params, dev_info, st);
+    case kVariantSplit: return launch<Config<P, false, 192, 2, 0, kVariantSplit>>(*params, dev_info, st);
     case kVariantTcRowSum: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSum>>(*params, dev_info, st);
     case kAblateNoSoftmax: return launch<Config<P, false, 192, 2, 0, kAblateNoSoftmax>>(*params, dev_info, st);
     case kAblateNoExp: return launch<Config<P, false, 192, 2, 0, kAblateNoExp>>(*params, dev_info, st);

@@ -7,17 +7,19 @@ namespace fp8attn::attn {
 // P's precision in the P @ V product (see fp8attn_p_precision in the public header).
 enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
 
-// Softmax variants (kVariant). kLazyMax: the block's exponentials start from the running max
-// before the block's own max is known; the max (and O) are rescaled only when the block's max
-// exceeds the running max by more than kLazyMaxSlack (see softmax.cuh). The kAblate* variants
-// compute WRONG results on purpose: timing probes that remove one stage (tools/kernel_probe).
+// Softmax variants (kVariant). The kAblate* variants compute WRONG results on purpose: timing
+// probes that remove one stage (tools/kernel_probe).
 enum Variant : int {
   kVariantDefault = 0,
-  kVariantLazyMax = 1,
   // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
   // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
   // the FP32 l once per block: 96 FADD per thread per block leave the softmax.
   kVariantTcRowSum = 2,
+  // kVariantTcRowSum, and the softmax split around the wait for the previous P V: the max half
+  // runs while that wgmma reads P's fragments, the exp half converts each p to E4M3 in place, so
+  // the conversions fill the issue slots the exponentials leave instead of following them.
+  kVariantTcRowSumSplit = 3,
+  kVariantSplit = 4,  // the split alone, l in FP32
   kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
   kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)
   kAblateNoPV = 13,       // the P V wgmma is not issued
@@ -71,12 +73,12 @@ struct Config {
 // Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.
 template <class Cfg>
 struct alignas(1024) SharedStorage {
-  alignas(1024) uint8_t q[Cfg::kTileBytesQ];
+  alignas(1024) uint8_t q[2][Cfg::kTileBytesQ];  // double buffer: the next tile's Q loads early
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
   // E4M3 ones (0x38): the B operand of the row-sum wgmma (kVariantTcRowSum). Any layout reads 1.
   alignas(1024) uint8_t ones[Cfg::kVariant == kVariantTcRowSum ? 1024 : 16];
-  uint64_t q_full, q_empty;
+  uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
   // The producer tells the consumers which tile comes next (a ring of two slots).

@@ -54,7 +54,7 @@ template <class Cfg>
 __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cfg>& sm) {
   PipelineState<Cfg::kStages> kv;  // K and V advance together
   PipelineState<2> sched;
-  uint32_t q_phase = 0;
+  PipelineState<2> qs;  // Q buffer of the next tile with keys to visit
   for (int t = TileScheduler::first();; ) {
     // Publish the tile (or the end) to the consumers.
     ptx::mbar_wait(&sm.tile_empty[sched.stage], sched.phase ^ 1);
@@ -69,10 +69,13 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
       continue;
     }
     const int kv_head = tile.head / p.q_per_kv;
-    ptx::mbar_wait(&sm.q_empty, q_phase ^ 1);
-    ptx::mbar_arrive_expect_tx(&sm.q_full, Cfg::kTileBytesQ);
-    ptx::tma_load_4d(sm.q, &p.tma_q, &sm.q_full, 0, tile.head, tile.m_block * Cfg::kBlockM,
-                     tile.batch);
+    // Q double buffer: the next tile's Q is requested as soon as this tile's K/V loads are
+    // issued (a few blocks before its end), not when its last QK^T has completed.
+    ptx::mbar_wait(&sm.q_empty[qs.stage], qs.phase ^ 1);
+    ptx::mbar_arrive_expect_tx(&sm.q_full[qs.stage], Cfg::kTileBytesQ);
+    ptx::tma_load_4d(sm.q[qs.stage], &p.tma_q, &sm.q_full[qs.stage], 0, tile.head,
+                     tile.m_block * Cfg::kBlockM, tile.batch);
+    qs.advance();
     for (int n = kr.n_hi - 1; n >= kr.n_lo; --n) {
       ptx::mbar_wait(&sm.k_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.k_full[kv.stage], Cfg::kTileBytesK);
@@ -86,7 +89,6 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
                          n * Cfg::kBlockN + a * Cfg::kVAtomKeys, 0, kv_head, tile.batch);
       kv.advance();
     }
-    q_phase ^= 1;
     // Claimed only now, when this tile's loads are all issued (the consumers are a few blocks
     // from its end), so no CTA sits on a claimed tile while others run dry.
     t = TileScheduler::next(p);
@@ -142,7 +144,7 @@ template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
   static constexpr int kRegs = 64;
-  static constexpr bool kTcRowSum = Cfg::kVariant == kVariantTcRowSum;
+  static constexpr bool kTcRowSum = Softmax<Cfg>::kTcRowSum;
   float o[kRegs];
   float o_blk[kTwoLevel ? kRegs : 1];
   float l_blk[4];  // kTcRowSum: this block's row sums of P (fresh each block)
@@ -278,11 +280,14 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
 template <class Cfg>
 __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cfg>& sm, int wg) {
   constexpr int kThreadsPingPong = 2 * 128;
+  // kSplitSoftmax: the exp half of block n's softmax after the wait for block n+1's P V, so the
+  // conversion of p to E4M3 fills the issue slots the exponentials leave.
+  constexpr bool kSplitSoftmax = Cfg::kVariant == kVariantTcRowSumSplit || Cfg::kVariant == kVariantSplit;
   const int my_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + wg;
   const int other_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (1 - wg);
   const int t128 = threadIdx.x % 128;
   const int row_in_tile = 64 * wg + 16 * (t128 / 32) + (t128 % 32) / 4;
-  const uint32_t q_addr = ptx::smem_addr(sm.q) + 64 * wg * Cfg::kHeadDim;
+  const uint32_t q_off = 64 * wg * Cfg::kHeadDim;
 
   if (wg == 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);  // warpgroup 0 issues first
 
@@ -292,7 +297,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   uint32_t it_k = 0;
   using KV = KVCounter<Cfg::kStages>;
   PipelineState<2> sched;
-  uint32_t q_phase = 0;
+  PipelineState<2> qs;  // Q buffer of the current tile (tiles with keys to visit only)
   for (;;) {
     ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
     const int t = sm.tile_id[sched.stage];
@@ -343,7 +348,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     float s[Softmax<Cfg>::kRegs], alpha[2], alpha_next[2], scale[2];
     PFragments<Cfg> pf;
 
-    ptx::mbar_wait(&sm.q_full, q_phase);
+    const uint32_t q_addr = ptx::smem_addr(sm.q[qs.stage]) + q_off;
+    ptx::mbar_wait(&sm.q_full[qs.stage], qs.phase);
 
     // Prologue: S of the last block, its softmax.
     int n = kr.n_hi - 1;
@@ -382,11 +388,9 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       fence_regs(s);
       release(&sm.k_empty[KV::stage_of(it_k)]);
       block_scale(n, scale);
-      if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
-      else if (Cfg::kVariant != kVariantLazyMax || n == kr.n_mask_lo - 1)
-        softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
-      else  // every row has seen the whole block n + 1 (unmasked): all running maxima are finite
-        softmax.step_lazy(s, scale, alpha_next);
+      if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      if constexpr (!kSplitSoftmax) softmax.step_exp(s, scale);
 
       ptx::wgmma_wait<0>();  // O_{n+1} ready
       fence_regs(pf.hi);
@@ -394,13 +398,15 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       release(&sm.v_empty[KV::stage_of(it_k - 1)]);
       ++it_k;
       acc.after_wait(alpha);
-      if constexpr (Cfg::kVariant == kVariantTcRowSum) softmax.add_block_sum(acc.l_blk, alpha_next);
+      if constexpr (kSplitSoftmax) softmax.step_exp(s, scale);
+      if constexpr (Softmax<Cfg>::kTcRowSum) softmax.add_block_sum(acc.l_blk, alpha_next);
       Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
     }
-    // Every QK^T of the tile has completed: Q may be overwritten.
-    release(&sm.q_empty);
+    // Every QK^T of the tile has completed: its Q buffer may be refilled.
+    release(&sm.q_empty[qs.stage]);
+    qs.advance();
 
     // Drain: PV of the first block. The epilogue's operands are fetched first (S is dead, so
     // their registers are free) and arrive while the last P V runs.
@@ -417,13 +423,12 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     ptx::wgmma_wait<0>();
     release(&sm.v_empty[KV::stage_of(it_k - 1)]);
     acc.after_wait(alpha);
-    if constexpr (Cfg::kVariant == kVariantTcRowSum) {
+    if constexpr (Softmax<Cfg>::kTcRowSum) {
       const float one[2] = {1.f, 1.f};
       softmax.add_block_sum(acc.l_blk, one);
     }
 
     epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
-    q_phase ^= 1;
   }
 }
 
@@ -445,8 +450,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
       ptx::mbar_init(&sm.tile_full[s], 1);
       ptx::mbar_init(&sm.tile_empty[s], kConsumerWarps);
     }
-    ptx::mbar_init(&sm.q_full, 1);
-    ptx::mbar_init(&sm.q_empty, kConsumerWarps);
+    for (int s = 0; s < 2; ++s) {
+      ptx::mbar_init(&sm.q_full[s], 1);
+      ptx::mbar_init(&sm.q_empty[s], kConsumerWarps);
+    }
     for (int s = 0; s < Cfg::kStages; ++s) {
       ptx::mbar_init(&sm.k_full[s], 1);
       ptx::mbar_init(&sm.k_empty[s], kConsumerWarps);
@@ -455,7 +462,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     }
     ptx::mbar_fence_init();
   }
-  if constexpr (Cfg::kVariant == kVariantTcRowSum) {
+  if constexpr (Softmax<Cfg>::kTcRowSum) {
     for (int i = threadIdx.x; i < static_cast<int>(sizeof(sm.ones)) / 4; i += Cfg::kThreads)
       reinterpret_cast<uint32_t*>(sm.ones)[i] = 0x38383838u;  // E4M3 1.0
     ptx::fence_proxy_async_shared();  // visible to the wgmma (async proxy)

@@ -12,6 +12,8 @@
 //           match, so no register shuffles are needed)
 //   l'    = l * exp2(m - m') + rowsum(p)    FP32 p, before rounding; each thread sums its keys
 //                                           in four interleaved partial sums (key group % 4)
+//                                           (kTcRowSum: rowsum(P8), the rounded P, from the
+//                                           tensor core, see add_block_sum)
 #pragma once
 #include <cmath>
 
@@ -21,10 +23,6 @@
 namespace fp8attn::attn {
 
 constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
-// kVariantLazyMax: a block whose max exceeds the running max m by at most this much (log2 units)
-// keeps m, so its p reach 2^(8 + 0.75) = 430 < 448 (E4M3's largest finite value).
-constexpr float kLazyMaxSlack = 0.75f;
-constexpr float kLazyMaxP = 430.f;  // 2^(8 + kLazyMaxSlack), rounded down
 
 template <int kBlockN, int kPolyExpEvery, int kVariant = kVariantDefault>
 struct OnlineSoftmax {
@@ -53,15 +51,29 @@ struct OnlineSoftmax {
   // One key block: updates m and l, turns S into p = exp2(S * scale - (m - 8)) in place (FP32),
   // and returns the factor the running O must be multiplied by. Runs while the previous block's
   // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
+  static constexpr bool kTcRowSum = kVariant == kVariantTcRowSum || kVariant == kVariantTcRowSumSplit;
+  float neg_bias_[2];  // between step_max and step_exp: 8 - m (m = 0 while a row has seen no key)
+
+  // One key block, whole: step_max then step_exp.
   template <bool kMask>
   __device__ __forceinline__ void step(float (&s)[kRegs], int key0, const int (&limit)[2],
                                        const float (&scale)[2], float (&o_rescale)[2]) {
+    step_max<kMask>(s, key0, limit, scale, o_rescale);
+    step_exp(s, scale);
+  }
+
+  // First half of a block: masks S in place, updates m (and rescales l), and returns the factor
+  // the running O must be multiplied by. Reads and writes only S and the row statistics, so it
+  // runs while the previous block's P V wgmma still reads P's fragments.
+  template <bool kMask>
+  __device__ __forceinline__ void step_max(float (&s)[kRegs], int key0, const int (&limit)[2],
+                                           const float (&scale)[2], float (&o_rescale)[2]) {
     if constexpr (kVariant == kAblateNoSoftmax) {
       o_rescale[0] = o_rescale[1] = 1.f;
       return;
     }
-    // Four independent partial maxima (and sums, below) per row: one running value per row would
-    // be a chain of kRegs/2 dependent instructions, and ncu shows the consumers latency bound.
+    // Four independent partial maxima (and sums, in step_exp) per row: one running value per row
+    // would be a chain of kRegs/2 dependent instructions, and ncu shows the consumers latency bound.
     float mx4[2][4];
 #pragma unroll
     for (int r = 0; r < 2; ++r)
@@ -78,7 +90,6 @@ struct OnlineSoftmax {
     float mx[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) mx[r] = fmaxf(fmaxf(mx4[r][0], mx4[r][1]), fmaxf(mx4[r][2], mx4[r][3]));
-    float neg_bias[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffff, mx[r], 1));
@@ -88,69 +99,29 @@ struct OnlineSoftmax {
       const float m_use = m_new == -INFINITY ? 0.f : m_new;
       o_rescale[r] = ptx::exp2_approx(row_max[r] - m_use);
       row_max[r] = m_new;
-      neg_bias[r] = kPOffsetLog2 - m_use;
+      neg_bias_[r] = kPOffsetLog2 - m_use;
+      row_sum[r] *= o_rescale[r];
     }
+  }
+
+  // Second half: S -> p = exp2(S * scale - (m - 8)) in place (FP32) and, unless the tensor core
+  // sums P (kTcRowSum: add_block_sum), l += rowsum(p) in four interleaved partial sums.
+  __device__ __forceinline__ void step_exp(float (&s)[kRegs], const float (&scale)[2]) {
+    if constexpr (kVariant == kAblateNoSoftmax) return;
     float sum4[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
       const int r = (i >> 1) & 1;
-      const float x = fmaf(s[i], scale[r], neg_bias[r]);
+      const float x = fmaf(s[i], scale[r], neg_bias_[r]);
       constexpr int kEvery = kPolyExpEvery > 0 ? kPolyExpEvery : 1;  // no % 0 when off
       const bool poly = kPolyExpEvery > 0 && (i / 4) % kEvery == kEvery - 1;
       if constexpr (kVariant == kAblateNoExp) s[i] = x;
       else s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
-      if constexpr (kVariant != kVariantTcRowSum) sum4[r][(i >> 2) & 3] += s[i];
+      if constexpr (!kTcRowSum) sum4[r][(i >> 2) & 3] += s[i];
     }
+    if constexpr (!kTcRowSum) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      // kVariantTcRowSum: the block's sum arrives from the tensor core (add_block_sum).
-      if constexpr (kVariant == kVariantTcRowSum) row_sum[r] *= o_rescale[r];
-      else row_sum[r] = row_sum[r] * o_rescale[r] + ((sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]));
-    }
-  }
-
-  // kVariantLazyMax, for blocks that every row sees whole and after every row has a finite
-  // running max m (the caller guarantees both: blocks below the first unmasked one):
-  //   p = exp2(S * scale - (m - 8)) right away, the block's max M alongside, off the
-  //   exponentials' dependency chain;
-  //   M <= m + kLazyMaxSlack (the common case once the first blocks are seen): m stays, O is not
-  //     rescaled, p <= 2^8.75;
-  //   otherwise m' = M and the row's p (and its block sum) are multiplied by exp2(m - m'), the
-  //     factor O is rescaled by: the eager step's result up to one rounding.
-  __device__ __forceinline__ void step_lazy(float (&s)[kRegs], const float (&scale)[2],
-                                            float (&o_rescale)[2]) {
-    const float neg_bias[2] = {kPOffsetLog2 - row_max[0], kPOffsetLog2 - row_max[1]};
-    float pmax2[2][2], sum4[2][4];  // the block's max is taken over p (exp2 is monotone)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      pmax2[r][0] = pmax2[r][1] = 0.f;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) sum4[r][k] = 0.f;
-    }
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) {
-      const int r = (i >> 1) & 1;
-      // TODO(lazy-max): p beyond 2^126 is clamped here; a real version must recompute the block.
-      s[i] = ptx::exp2_approx(fminf(fmaf(s[i], scale[r], neg_bias[r]), 126.f));
-      pmax2[r][(i >> 2) & 1] = fmaxf(pmax2[r][(i >> 2) & 1], s[i]);
-      sum4[r][(i >> 2) & 3] += s[i];
-    }
-    float factor[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = fmaxf(pmax2[r][0], pmax2[r][1]);
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
-      const bool keep = mx <= kLazyMaxP;
-      factor[r] = keep ? 1.f : 256.f / mx;
-      if (!keep) row_max[r] += __log2f(mx) - kPOffsetLog2;
-      o_rescale[r] = factor[r];
-      const float blk_sum = (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
-      row_sum[r] = (row_sum[r] + blk_sum) * factor[r];
-    }
-    if (__any_sync(0xffffffff, factor[0] != 1.f || factor[1] != 1.f)) {
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i) s[i] *= factor[(i >> 1) & 1];
+      for (int r = 0; r < 2; ++r) row_sum[r] += (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
     }
   }
 
