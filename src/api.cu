@@ -182,10 +182,11 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
 //     rounding dominates; one-level allows 192-key blocks and runs ~12% faster)
 //   FP8ATTN_BLOCK_N=128|224: key block of the one-level E4M3 kernel (default 192)
 //   FP8ATTN_PERSISTENT=0|1: persistent CTAs with a dynamic tile counter (default 1)
-//   FP8ATTN_VARIANT=tc-rowsum|tc-rowsum-split|split|ablate-nosoftmax|ablate-noexp|ablate-nopv: softmax variant of the
-//     one-level 192-key E4M3 kernel (config.h); the ablations give WRONG results (timing probes)
+//   FP8ATTN_VARIANT=fp32-rowsum|ablate-nosoftmax|ablate-noexp|ablate-nopv: softmax variant of the
+//     one-level 192-key E4M3 kernel (config.h; default: l from the tensor core); fp32-rowsum: l as
+//     the FP32 sum of unrounded p; the ablations give WRONG results (timing probes only)
 //   FP8ATTN_SCHED=section|head: causal tile order (scheduler.cuh), default section
-//   FP8ATTN_POLY_EXP_EVERY=4|8: every 4th (8th) group of 8 keys takes exp2 from a polynomial on the
+//   FP8ATTN_POLY_EXP_EVERY=4: every 4th group of 8 keys takes exp2 from a polynomial on the
 //     FMA pipe instead of MUFU (default 0: none; measured no gain, kept for study)
 struct KnobSettings {
   int two_level = -1;  // -1: follow the P precision
@@ -193,7 +194,7 @@ struct KnobSettings {
   bool persistent = true;
   int poly_exp_every = 0;
   bool causal_sections = true;
-  int variant = 0;  // attn::Variant of the one-level 192-key E4M3 kernel
+  int variant = 2;  // attn::Variant of the one-level 192-key E4M3 kernel (kVariantTcRowSum)
 };
 const KnobSettings& knob_settings() {
   static const KnobSettings k = [] {
@@ -208,13 +209,11 @@ const KnobSettings& knob_settings() {
     if (const char* e = std::getenv("FP8ATTN_SCHED")) s.causal_sections = std::string(e) != "head";
     if (const char* e = std::getenv("FP8ATTN_VARIANT")) {
       const std::string v(e);
-      s.variant = v == "tc-rowsum"          ? fp8attn::attn::kVariantTcRowSum
-                  : v == "tc-rowsum-split"  ? fp8attn::attn::kVariantTcRowSumSplit
-                  : v == "split"            ? fp8attn::attn::kVariantSplit
+      s.variant = v == "fp32-rowsum"        ? fp8attn::attn::kVariantDefault
                   : v == "ablate-nosoftmax" ? fp8attn::attn::kAblateNoSoftmax
                   : v == "ablate-noexp"     ? fp8attn::attn::kAblateNoExp
                   : v == "ablate-nopv"      ? fp8attn::attn::kAblateNoPV
-                                            : fp8attn::attn::kVariantDefault;
+                                            : fp8attn::attn::kVariantTcRowSum;
     }
     return s;
   }();
@@ -405,24 +404,25 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
     if (poly == 4) return launch<Config<P, true, 128, 2, 4>>(*params, dev_info, st);
     return launch<Config<P, true, 128, 2>>(*params, dev_info, st);
   }
-  if (block128) return launch<Config<P, false, 128, 3>>(*params, dev_info, st);
+  // E4M3 P, one-level: l from the tensor core (kVariantTcRowSum) unless FP8ATTN_VARIANT says
+  // otherwise; the CPU mirror (model/kernel_mirror.cc) follows the same rule.
+  if (block128) {
+    if (knobs.variant == kVariantDefault) return launch<Config<P, false, 128, 3>>(*params, dev_info, st);
+    return launch<Config<P, false, 128, 3, 0, kVariantTcRowSum>>(*params, dev_info, st);
+  }
   if (knobs.block_n == 224) {
     if (knobs.variant == kVariantTcRowSum)
       return launch<Config<P, false, 224, 2, 0, kVariantTcRowSum>>(*params, dev_info, st);
     return launch<Config<P, false, 224, 2>>(*params, dev_info, st);
   }
-  if (poly == 8) return launch<Config<P, false, 192, 2, 8>>(*params, dev_info, st);
+  if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, dev_info, st);  // study knob
   switch (knobs.variant) {
-    case kVariantTcRowSumSplit: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSumSplit>>(*params, dev_info, st);
-    case kVariantSplit: return launch<Config<P, false, 192, 2, 0, kVariantSplit>>(*params, dev_info, st);
-    case kVariantTcRowSum: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSum>>(*params, dev_info, st);
     case kAblateNoSoftmax: return launch<Config<P, false, 192, 2, 0, kAblateNoSoftmax>>(*params, dev_info, st);
     case kAblateNoExp: return launch<Config<P, false, 192, 2, 0, kAblateNoExp>>(*params, dev_info, st);
     case kAblateNoPV: return launch<Config<P, false, 192, 2, 0, kAblateNoPV>>(*params, dev_info, st);
-    default: break;
+    case kVariantDefault: return launch<Config<P, false, 192, 2>>(*params, dev_info, st);
+    default: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSum>>(*params, dev_info, st);
   }
-  if (poly == 4) return launch<Config<P, false, 192, 2, 4>>(*params, dev_info, st);
-  return launch<Config<P, false, 192, 2>>(*params, dev_info, st);
 }
 
 const char* fp8attn_last_error(void) { return g_last_error.c_str(); }

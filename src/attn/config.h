@@ -11,15 +11,11 @@ enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
 // probes that remove one stage (tools/kernel_probe).
 enum Variant : int {
   kVariantDefault = 0,
-  // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
-  // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
-  // the FP32 l once per block: 96 FADD per thread per block leave the softmax.
+  // l from the tensor core (the library's E4M3-P one-level kernel): each P V k-step also issues
+  // m64n8k32 of P against a block of E4M3 ones into a fresh per-block accumulator (the sum of the
+  // rounded P that weighted V), added to the FP32 l once per block: 96 FADD per thread per block
+  // leave the softmax (docs/perf-log.md, v8). kVariantDefault keeps the FP32 sum of unrounded p.
   kVariantTcRowSum = 2,
-  // kVariantTcRowSum, and the softmax split around the wait for the previous P V: the max half
-  // runs while that wgmma reads P's fragments, the exp half converts each p to E4M3 in place, so
-  // the conversions fill the issue slots the exponentials leave instead of following them.
-  kVariantTcRowSumSplit = 3,
-  kVariantSplit = 4,  // the split alone, l in FP32
   kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
   kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)
   kAblateNoPV = 13,       // the P V wgmma is not issued
@@ -77,7 +73,7 @@ struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
   // E4M3 ones (0x38): the B operand of the row-sum wgmma (kVariantTcRowSum). Any layout reads 1.
-  alignas(1024) uint8_t ones[Cfg::kVariant == kVariantTcRowSum ? 1024 : 16];
+  alignas(1024) uint8_t ones[Cfg::kVariant == kVariantTcRowSum ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
   uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];

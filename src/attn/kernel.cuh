@@ -280,9 +280,6 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
 template <class Cfg>
 __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cfg>& sm, int wg) {
   constexpr int kThreadsPingPong = 2 * 128;
-  // kSplitSoftmax: the exp half of block n's softmax after the wait for block n+1's P V, so the
-  // conversion of p to E4M3 fills the issue slots the exponentials leave.
-  constexpr bool kSplitSoftmax = Cfg::kVariant == kVariantTcRowSumSplit || Cfg::kVariant == kVariantSplit;
   const int my_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + wg;
   const int other_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (1 - wg);
   const int t128 = threadIdx.x % 128;
@@ -390,7 +387,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       block_scale(n, scale);
       if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
       else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
-      if constexpr (!kSplitSoftmax) softmax.step_exp(s, scale);
+      softmax.step_exp(s, scale);
 
       ptx::wgmma_wait<0>();  // O_{n+1} ready
       fence_regs(pf.hi);
@@ -398,7 +395,6 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       release(&sm.v_empty[KV::stage_of(it_k - 1)]);
       ++it_k;
       acc.after_wait(alpha);
-      if constexpr (kSplitSoftmax) softmax.step_exp(s, scale);
       if constexpr (Softmax<Cfg>::kTcRowSum) softmax.add_block_sum(acc.l_blk, alpha_next);
       Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
