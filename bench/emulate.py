@@ -1,7 +1,8 @@
 """A torch emulation of the kernel's numerics, used only by `harness.py --dry-run` (no GPU) to
 exercise the harness end to end. Not an oracle: the C++ model (model/) is the one the GPU tests
 use. Order of operations as the kernel's contract states it (KV blocks of 128 visited last to
-first, exp2 with a row-max offset of 8, P rounded to E4M3, two-level accumulation)."""
+first, exp2 with a row-max offset of 8, P rounded to E4M3, l the sum of the rounded P for E4M3 P
+(the kernel's tensor-core row sum) and of the FP32 p for hi+lo P)."""
 from __future__ import annotations
 
 import math
@@ -41,10 +42,10 @@ def fp8attn_emulated(qz, causal: bool, p_precision: int = 0, block_n: int = 128)
         m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
         p = torch.exp2(t - (m_safe - 8))
         alpha = torch.where(torch.isfinite(m), torch.exp2(m - m_safe), torch.zeros_like(m))
-        l = l * alpha + p.sum(dim=-1, keepdim=True)
         p8 = _e4m3(p)
         if p_precision == 1:
             p8 = p8 + _e4m3(p - p8)
+        l = l * alpha + (p if p_precision == 1 else p8).sum(dim=-1, keepdim=True)
         o = o * alpha + p8 @ vh[:, :, k0:k1]
         m = m_new
     visible = l > 0

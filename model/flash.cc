@@ -210,6 +210,7 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
             float* ar = tb.alpha.data() + static_cast<size_t>(r) * nkb;
             float m = kNegInf;
             float lp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            float lt = 0.0f, l_prev_blk = 0.0f;  // l_from_rounded_p: l, and the last block's sum
             for (int idx = 0; idx < nblk; ++idx) {
               const int n = nm.last_to_first ? nblk - 1 - idx : idx;
               const int j0 = n * BN, j1 = std::min(j0 + BN, kcols), jv = std::min(j1, ke);
@@ -239,16 +240,35 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
               for (int j = std::max(jv, j0); j < j1; ++j) tt[j - j0] = kNegInf;
               exp2_array(tt, ee, nb_keys, nm.exp2_ftz);
               round_p(ee, pr + j0, nb_keys, nm.p_format, nm.p_hilo);
-              // Four partial sums, each in key order (thread t of a quad holds keys with
-              // (key % 8) / 2 == t).
-              const float* src = nm.l_from_rounded_p ? pr + j0 : ee;
-              float bsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-              for (int j = 0; j < nb_keys; ++j) bsum[(j & 7) >> 1] += src[j];
-              for (int t = 0; t < 4; ++t) lp[t] = std::fma(lp[t], alpha, bsum[t]);
+              if (nm.l_from_rounded_p) {
+                // The tensor core's row sum (the kernel's kVariantTcRowSum): the block's rounded
+                // P summed into a fresh accumulator, acc_chunk keys per k-step (the m64n8k32
+                // wgmma of P against ones), truncated after each step as acc_pv's model says.
+                // In the kernel's order: l is rescaled once the block's max is known, and the
+                // previous block's sum (in the units of its own max) is added after, carried by
+                // the same factor; the last block's sum is added at the end.
+                const float* pb = pr + j0;
+                float bs = 0.0f;
+                for (int k0 = 0; k0 < nb_keys; k0 += nm.acc_chunk) {
+                  float cs = 0.0f;
+                  for (int j = k0; j < std::min(k0 + nm.acc_chunk, nb_keys); ++j) cs += pb[j];
+                  bs = nm.acc_pv == Accumulator::kHopperFP8 ? truncate_mantissa(bs + cs, bits) : bs + cs;
+                }
+                lt = lt * alpha;
+                lt = std::fma(l_prev_blk, alpha, lt);
+                l_prev_blk = bs;
+              } else {
+                // Four partial sums of the FP32 p, each in key order (thread t of a quad holds
+                // keys with (key % 8) / 2 == t).
+                float bsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                for (int j = 0; j < nb_keys; ++j) bsum[(j & 7) >> 1] += ee[j];
+                for (int t = 0; t < 4; ++t) lp[t] = std::fma(lp[t], alpha, bsum[t]);
+              }
               ar[n] = alpha;
               m = m_new;
             }
-            const float l = (lp[0] + lp[1]) + (lp[2] + lp[3]);
+            const float l = nm.l_from_rounded_p ? lt + l_prev_blk
+                                                : (lp[0] + lp[1]) + (lp[2] + lp[3]);
             tb.inv_l[r] = l > 0.0f ? 1.0f / l : 0.0f;
             float lse = kNegInf;
             if (l > 0.0f) {

@@ -7,14 +7,21 @@
 //   scale  = (softmax_scale * log2 e * q_scale[row]) * k_scale[block]
 //   m'     = max(m, rowmax(S) * scale)      log2 units; blocks visited last to first
 //   p      = exp2(fma(S, scale, offset - m'))  offset 8: P in [0, 256]
-//   l'     = fma(l, exp2(m - m'), rowsum(p)) four partial sums per row, as the four threads of a
-//                                           quad hold them: keys with (key % 8) / 2 == t
 //   P      = round(p)                       E4M3, E4M3 hi+lo, BF16, FP16 or FP32
+//   l'     = fma(l, exp2(m - m'), rowsum(p)) four partial sums per row, as the four threads of a
+//                                           quad hold them: keys with (key % 8) / 2 == t;
+//                                           l_from_rounded_p: rowsum(P) as the kernel's tensor
+//                                           core forms it (below)
 //   O'     = fma(O, exp2(m - m'), P V_n)    two-level: P V_n in a fresh accumulator, or
 //                                           O = O * alpha, then P V_n accumulated into O
 //   out    = fma(O * v_scale[c], 1 / l, o_bias[c]), rounded to the output format
 //   LSE    = (m + log2 l - offset) ln 2 + lse_bias
 // l = (l_0 + l_1) + (l_2 + l_3) (the quad's shuffle reduction).
+// l_from_rounded_p (the E4M3 kernel's kVariantTcRowSum): per block, the rounded P summed into a
+// fresh accumulator acc_chunk keys at a time (the m64n8k32 wgmma of P against ones; truncated as
+// the acc_pv model says, which leaves out the tensor core's alignment inside a k-step), then, in the kernel's order, l = l * exp2(m - m') when the block's max
+// is known and l = fma(rowsum_prev, exp2(m - m'), l) with the previous block's sum (in the units
+// of the max it was made with); the last block's sum is added at the end. One sum per row.
 #ifndef FP8ATTN_MODEL_FLASH_H_
 #define FP8ATTN_MODEL_FLASH_H_
 
@@ -37,7 +44,8 @@ struct FlashNumerics {
   Format p_format = Format::E4M3;
   bool p_hilo = false;           // P = e4m3(p) + e4m3(p - e4m3(p)) (two PV products)
   float p_offset_log2 = 8.0f;    // p = 2^(t - m + offset): max(P) = 2^offset
-  bool l_from_rounded_p = false; // l sums P as rounded (else the FP32 p, as FA3 and our kernel)
+  bool l_from_rounded_p = false; // l sums P as rounded, per block, as the E4M3 kernel's tensor
+                                 // core does (else the FP32 p: FA3, the hi+lo kernel)
   Accumulator acc_qk = Accumulator::kFP32;
   Accumulator acc_pv = Accumulator::kFP32;
   int acc_mantissa_bits = 13;    // kHopperFP8: explicit mantissa bits kept

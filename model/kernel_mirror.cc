@@ -26,7 +26,9 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
   nm.p_format = Format::E4M3;
   nm.p_hilo = hilo;
   nm.p_offset_log2 = 8.0f;
-  nm.l_from_rounded_p = false;
+  // E4M3 P (one-level, 128- or 192-key blocks): l is the tensor core's sum of the rounded P
+  // (kVariantTcRowSum); hi+lo P (two-level): l sums the FP32 p.
+  nm.l_from_rounded_p = !hilo;
   nm.acc_qk = acc;
   nm.acc_pv = acc;
   nm.two_level = hilo;

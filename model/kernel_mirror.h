@@ -4,13 +4,20 @@
 // What it reproduces exactly: the scales (softmax_scale * log2 e formed in FP32, times the Q
 // descale of the row, times the K descale of the key block), the running max, exp2 with the
 // offset 8 (P in [0, 256]), P rounded to E4M3 (RNE, satfinite), l and the block size and the O
-// accumulation as kernel_numerics describes, blocks visited last to first, the epilogue fma(O * v_descale, 1/l, o_bias), BF16 RNE, LSE =
-// (m + log2 l - 8) ln 2 + lse_bias, and -inf / zeros for rows that see no key.
+// accumulation as kernel_numerics describes, blocks visited last to first, the epilogue
+// fma(O * v_descale, 1/l, o_bias), BF16 RNE, LSE = (m + log2 l - 8) ln 2 + lse_bias, and
+// -inf / zeros for rows that see no key.
 // What it cannot reproduce bit for bit: the tensor cores' summation order and width inside each
-// product (here: FP32 GEMMs; Accumulator::kHopperFP8 models the width), and ex2.approx.ftz
-// (here: exp2f, flushed to zero below FLT_MIN). Expect O to agree to a few FP32 ulps of the
-// accumulated values before the BF16 rounding, i.e. mostly equal BF16 outputs with rare 1-ulp
-// differences, and LSE to ~1e-6 relative.
+// product (here: FP32 GEMMs; Accumulator::kHopperFP8 models the width), which for E4M3 P includes
+// l itself (the tensor core's sum of each block's rounded P: here FP32 sums of 32 keys added into
+// a fresh FP32 accumulator per block), and ex2.approx.ftz (here: exp2f, flushed to zero below
+// FLT_MIN). Expect O to agree to a few FP32 ulps of the accumulated values before the BF16
+// rounding, i.e. mostly equal BF16 outputs with rare 1-ulp differences; LSE to ~1e-6 relative
+// with l from the FP32 p (hi+lo). With l from the tensor core (E4M3), its sum falls short of
+// the FP32 sum by the bits its adder drops (products aligned to at most the block sum's
+// exponent, ~13 fraction bits: < (block_n + block_n / 32) 2^-13 relative per block, the worst
+// case tests/gpu/test_attention.cu allows; Accumulator::kHopperFP8 models only the k-steps'
+// truncation).
 #ifndef FP8ATTN_MODEL_KERNEL_MIRROR_H_
 #define FP8ATTN_MODEL_KERNEL_MIRROR_H_
 
@@ -54,9 +61,9 @@ struct KernelMirrorOutputs {
 KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
 
 // The kernel's numerics as FlashNumerics (for schemes that reuse them), following the kernel's
-// default dispatch (src/api.cu): E4M3 P -> one-level accumulation, l from the FP32 p, 192-key
-// blocks (128 with per-block K descales); hi+lo P -> two-level accumulation over 128-key blocks,
-// l from the FP32 p as well.
+// default dispatch (src/api.cu): E4M3 P -> one-level accumulation, l the tensor core's sum of the
+// rounded P (l_from_rounded_p), 192-key blocks (128 with per-block K descales); hi+lo P ->
+// two-level accumulation over 128-key blocks, l from the FP32 p.
 FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
                               Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -118,7 +119,10 @@ namespace {
 // src/attn/softmax.cuh and src/attn/kernel.cuh, transcribed literally, with the choices the
 // kernel's dispatch makes (block size, one- or two-level accumulation, which P l sums) taken from
 // kernel_numerics(), which the kernel's engineer keeps in step with src/api.cu: one row at a time,
-// blocks from the last, sequential FP32 dot products, l in the quad's four partial sums.
+// blocks from the last, sequential FP32 dot products, l in the quad's four partial sums of the
+// FP32 p, or (E4M3 P, kVariantTcRowSum) one sum of the rounded P per block, 32 keys per k-step
+// into a fresh accumulator, added to l after the next block's rescale (kernel.cuh's
+// add_block_sum(l_blk, alpha_next)) and the last block's at the drain.
 // One-level: O *= alpha, then P V added into O; two-level: O = fma(O, alpha, P V).
 fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
   const int B = in.batch, sq = in.seqlen_q, sk = in.seqlen_k, H = in.heads, HK = in.heads_kv;
@@ -142,6 +146,7 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
         const int ke = fm::causal_key_end(i, sq, sk, in.causal);
         const float qs = ssl2 * in.q_descale[(static_cast<size_t>(b) * H + h) * sq + i];
         float m = -INFINITY, l[4] = {0, 0, 0, 0}, o[128] = {0};
+        float l_tc = 0, blk_prev = 0;  // kVariantTcRowSum: the row's l, the previous block's sum
         for (int n = (ke + BN - 1) / BN - 1; n >= 0; --n) {
           const float scale =
               qs * in.k_descale[(static_cast<size_t>(b) * HK + kh) * nkb + (in.k_descale_per_block ? n : 0)];
@@ -163,9 +168,22 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
             const float p = j < ke ? fm::flash_exp2(std::fma(s[j - j0], scale, nb)) : 0.0f;
             const float hi = fm::round_e4m3(p);
             p8[j - j0] = hilo ? hi + fm::round_e4m3(p - hi) : hi;
-            bsum[((j - j0) % 8) / 2] += nm.l_from_rounded_p ? p8[j - j0] : p;
+            bsum[((j - j0) % 8) / 2] += p;
           }
-          for (int t = 0; t < 4; ++t) l[t] = std::fma(l[t], alpha, bsum[t]);
+          if (nm.l_from_rounded_p) {
+            // softmax.step_max: row_sum *= alpha; then add_block_sum(previous block's l_blk, alpha).
+            float blk = 0;
+            for (int k0 = j0; k0 < j1; k0 += 32) {
+              float ks = 0;
+              for (int j = k0; j < std::min(k0 + 32, j1); ++j) ks += p8[j - j0];
+              blk += ks;
+            }
+            l_tc *= alpha;
+            l_tc = std::fma(blk_prev, alpha, l_tc);
+            blk_prev = blk;
+          } else {
+            for (int t = 0; t < 4; ++t) l[t] = std::fma(l[t], alpha, bsum[t]);
+          }
           for (int c = 0; c < D; ++c) {
             if (nm.two_level) {
               float acc = 0;
@@ -179,7 +197,8 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
           }
           m = m_new;
         }
-        const float L = (l[0] + l[1]) + (l[2] + l[3]);
+        // finalize: the quad's shuffle sum (the tensor core's l is held by lane 0 alone).
+        const float L = nm.l_from_rounded_p ? l_tc + blk_prev : (l[0] + l[1]) + (l[2] + l[3]);
         const float inv = L > 0 ? 1.0f / L : 0.0f;
         for (int c = 0; c < D; ++c) {
           const float vd = in.v_descale[(static_cast<size_t>(b) * HK + kh) * D + c];
@@ -308,6 +327,44 @@ TEST(KernelMirror, CloseToLiteralKernelFullRange) {
   for (size_t i = 0; i < want.lse.size(); ++i) {
     if (!std::isinf(want.lse[i])) ASSERT_NEAR(got.lse[i], want.lse[i], 1e-4) << i;
   }
+}
+
+// The E4M3 kernel's l sums the rounded P (kernel_numerics: l_from_rounded_p), the hi+lo kernel's
+// the FP32 p. On the same scores, the LSE from the rounded P differs from the one from the FP32 p
+// by |ln(sum P8 / sum p)| <= log1p(2^-4) + c n 2^-10 / 256: a normal E4M3 value is within 2^-4 of
+// p relative to the smaller of the two (so sum P8 / sum p of the normal keys lies in
+// [1 / (1 + 2^-4), 1 + 2^-4]), a subnormal one within 2^-10 absolute, and l >= 256 (the row's
+// largest p is exactly 2^8), with c = (1 + 2^-4) / (1 - (1 + 2^-4) n 2^-18) from the lower side.
+// The deviation must be there (the switch works) and within the bound.
+TEST(KernelMirror, LseFromRoundedPWithinBound) {
+  const fm::FlashNumerics e4 = fm::kernel_numerics(FP8ATTN_P_E4M3, fm::Accumulator::kFP32, false);
+  ASSERT_TRUE(e4.l_from_rounded_p);
+  ASSERT_FALSE(fm::kernel_numerics(FP8ATTN_P_E4M3_HILO).l_from_rounded_p);
+  ASSERT_TRUE(fm::kernel_numerics(FP8ATTN_P_E4M3, fm::Accumulator::kFP32, true).l_from_rounded_p);
+  const int sq = 300, sk = 700;
+  const fm::Tensor q = gaussian(1, sq, 2, 128, 21, 1.5f), k = gaussian(1, sk, 1, 128, 22, 1.5f);
+  const fm::Tensor v = gaussian(1, sk, 1, 128, 23);
+  fm::FlashInputs in;
+  in.q = &q, in.k = &k, in.v = &v, in.causal = true;
+  fm::FlashNumerics fp32_l = e4;
+  fp32_l.l_from_rounded_p = false;
+  const fm::FlashOutputs a = fm::flash_forward(in, e4), b = fm::flash_forward(in, fp32_l);
+  const double u = 1.0 / 16;
+  double worst = 0, worst_ratio = 0;
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < sq; ++i) {
+      const size_t li = static_cast<size_t>(h) * sq + i;
+      const int n = fm::causal_key_end(i, sq, sk, true);
+      const double x = n * std::ldexp(1.0, -18);
+      const double bound = std::log1p(u) + (1 + u) / (1 - (1 + u) * x) * x + 1e-6 * std::fabs(b.lse[li]);
+      const double d = std::fabs(static_cast<double>(a.lse[li]) - b.lse[li]);
+      ASSERT_LE(d, bound) << "row " << li << " with " << n << " keys";
+      worst = std::max(worst, d);
+      worst_ratio = std::max(worst_ratio, d / bound);
+    }
+  }
+  std::printf("[ info ] |LSE(sum P8) - LSE(sum p)| max %.3e, %.2f of its bound\n", worst, worst_ratio);
+  EXPECT_GT(worst, 1e-4);  // the rounded P do reach l
 }
 
 TEST(KernelMirror, VtRoundTrip) {

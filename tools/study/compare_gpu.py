@@ -28,9 +28,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # GPU method -> (dataset suffix, model scheme). The end-to-end records of bench/bench_prepass.py
 # carry their pre-pass options since the defaults changed (Hadamard on, K per head); their scheme
 # comes from those (model_spec_of_options). These fixed specs are for older results, whose
-# "fp8attn_end_to_end" had no rotation and 128-key K descales.
+# "fp8attn_end_to_end" had no rotation and 128-key K descales. "fp8attn" (E4M3 P, per-head K
+# descales: 192-key blocks) sums l from the rounded P (the tensor core's row sum) since commit
+# 71c468f; sessions before it ran l from the FP32 p (l_rounded=0).
 MIRROR = {
-    "fp8attn": ("", "fa3-fp8:block=192:acc=hopper"),
+    "fp8attn": ("", "fa3-fp8:block=192:l_rounded=1:acc=hopper"),
     "fp8attn_p_hilo": ("", "fa3-fp8:p=e4m3hilo:two_level=1:l_rounded=1:acc=hopper"),
     "fp8attn_end_to_end": ("@prepass", "fp8attn-kernel:acc=hopper"),
     "fp8attn_end_to_end_hadamard": ("@prepass", "fp8attn-kernel-rot:acc=hopper"),
