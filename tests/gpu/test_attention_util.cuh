@@ -1,7 +1,8 @@
 // Shared by tests/gpu/test_attention*.cu: random problems quantized with the model's codecs,
 // V^T built with fp8attn_vt_key_at, an FP64 reference that also returns the terms of the error
-// bound, a host mirror of the kernel's documented numerics, and a device runner with poisoned
-// outputs.
+// bound, a host mirror of the kernel's documented numerics (an implementation independent of the
+// model's, with the dispatch choices model::kernel_numerics states), and a device runner with
+// poisoned outputs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,6 +25,7 @@
 
 #include "fp8attn/fp8attn.h"
 #include "model/codecs.h"
+#include "model/kernel_mirror.h"
 
 namespace fp8attn::test {
 
@@ -49,11 +51,18 @@ struct Shape {
   int p_precision = FP8ATTN_P_E4M3;
   bool biases = false;   // nonzero lse_bias and o_bias
   bool diffuse = false;  // scores with std ~0.2 (near-uniform attention) instead of ~2 (peaked)
+  // One K descale per (b, h_kv) (kd_stride_blk = 0), as the pre-pass's default k_scale writes
+  // them: the kernel then runs its 192-key blocks (E4M3 P). Else one per 128-key block.
+  bool k_head = false;
+  // Q and K codes that are small integers (|x| <= 4): every score, 128 products of at most 16,
+  // is exact in any summation order and in Hopper's ~13-bit accumulator, so the kernel and the
+  // mirrors see the same scores and the same P, and differ only in how P V and l are summed.
+  bool exact_scores = false;
   std::string name() const {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "b%d_sq%d_sk%d_h%d_hkv%d_%s%s%s%s", b, sq, sk, h, h_kv,
+    std::snprintf(buf, sizeof buf, "b%d_sq%d_sk%d_h%d_hkv%d_%s%s%s%s%s%s", b, sq, sk, h, h_kv,
                   causal ? "causal" : "full", p_precision ? "_hilo" : "", biases ? "_bias" : "",
-                  diffuse ? "_diffuse" : "");
+                  diffuse ? "_diffuse" : "", k_head ? "_khead" : "", exact_scores ? "_exact" : "");
     return buf;
   }
   int k_blocks() const { return (sk + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK; }
@@ -66,6 +75,20 @@ struct Shape {
 };
 
 inline void PrintTo(const Shape& s, std::ostream* os) { *os << s.name(); }
+
+// What the kernel's dispatch (src/api.cu) runs for a shape, as model::kernel_numerics states it:
+// keys per block, two- or one-level accumulation of O, and whether l sums the rounded P (the
+// tensor core's row sum of the E4M3 kernel) or the FP32 p (hi+lo).
+struct KernelChoice {
+  int block_n = 128;
+  bool two_level = false;
+  bool l_rounded = false;
+};
+inline KernelChoice kernel_choice(const Shape& s) {
+  const model::FlashNumerics nm =
+      model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head);
+  return {nm.block_n, nm.two_level, nm.l_from_rounded_p};
+}
 
 // The kernel's inputs on the host, and the values they stand for.
 struct Problem {
@@ -107,7 +130,8 @@ struct Problem {
 
 // Gaussian data with a spread of magnitudes across tokens, channels and heads (so per-token,
 // per-block and per-channel scales differ), quantized per (b,h,token) / (b,h_kv,128-key block)
-// / (b,h_kv,channel) with amax/448 scales and the model's E4M3 codec.
+// (k_head: (b,h_kv), the value repeated for every block) / (b,h_kv,channel) with amax/448 scales
+// and the model's E4M3 codec.
 inline Problem make_problem(const Shape& s, uint64_t seed) {
   const double score_std = s.diffuse ? 0.1 : 1.0;
   Problem p;
@@ -151,13 +175,15 @@ inline Problem make_problem(const Shape& s, uint64_t seed) {
   for (int b = 0; b < s.b; ++b)
     for (int h = 0; h < s.h_kv; ++h) {
       for (int blk = 0; blk < s.k_blocks(); ++blk) {
-        const int t0 = blk * FP8ATTN_K_SCALE_BLOCK, t1 = std::min(s.sk, t0 + FP8ATTN_K_SCALE_BLOCK);
+        const int t0 = s.k_head ? 0 : blk * FP8ATTN_K_SCALE_BLOCK;
+        const int t1 = s.k_head ? s.sk : std::min(s.sk, t0 + FP8ATTN_K_SCALE_BLOCK);
         float amax = 0.f;
         for (int t = t0; t < t1; ++t)
           for (int c = 0; c < kD; ++c) amax = std::max(amax, std::fabs(k[p.ki(b, t, h, c)]));
         const float ds = scale_of(amax);
         p.k_descale[(int64_t(b) * s.h_kv + h) * s.k_blocks() + blk] = ds;
-        for (int t = t0; t < t1; ++t)
+        const int q0 = blk * FP8ATTN_K_SCALE_BLOCK, q1 = std::min(s.sk, q0 + FP8ATTN_K_SCALE_BLOCK);
+        for (int t = q0; t < q1; ++t)
           for (int c = 0; c < kD; ++c) p.k8[p.ki(b, t, h, c)] = quant(k[p.ki(b, t, h, c)], ds);
       }
       for (int c = 0; c < kD; ++c) {
@@ -180,6 +206,19 @@ inline Problem make_problem(const Shape& s, uint64_t seed) {
           if (key < s.sk)
             p.vt8[((int64_t(b) * s.h_kv + h) * kD + c) * pad + pos] = p.v8[p.ki(b, key, h, c)];
         }
+  if (s.exact_scores) {
+    // Integer codes in [-4, 4]; descales that make the scores' std ~1.5 (peaked rows).
+    std::uniform_int_distribution<int> code(-4, 4);
+    for (auto& c : p.q8) c = model::float_to_e4m3(float(code(rng)));
+    for (auto& c : p.k8) c = model::float_to_e4m3(float(code(rng)));
+    for (auto& d : p.q_descale) d = 0.5f * u(rng);
+    for (int b = 0; b < s.b; ++b)
+      for (int h = 0; h < s.h_kv; ++h) {
+        const float head = 0.5f * u(rng);
+        for (int blk = 0; blk < s.k_blocks(); ++blk)
+          p.k_descale[(int64_t(b) * s.h_kv + h) * s.k_blocks() + blk] = s.k_head ? head : 0.5f * u(rng);
+      }
+  }
   if (s.biases) {
     p.lse_bias.resize(size_t(s.b) * s.h * s.sq);
     p.o_bias.resize(size_t(s.b) * s.h_kv * kD);
@@ -195,10 +234,16 @@ struct Result {
   std::vector<double> o;       // (b,sq,h,d)
   std::vector<double> lse;     // (b,h,sq)
   std::vector<double> abs_pv;  // (b,sq,h,d): sum_j P_j |v_jc| (P normalized)
+  std::vector<double> abs_dev; // (b,sq,h,d): sum_j P_j |v_jc - O_c| (O without o_bias)
   std::vector<double> max_pv;  // (b,sq,h,d): max_j P_j |v_jc|
   std::vector<double> vmax;    // (b,sq,h,d): max_j |v_jc| over the visible keys
   std::vector<int> visible;    // (b,h,sq): number of visible keys
   std::vector<double> abs_score_max;  // (b,h,sq): max_j softmax_scale * sum_c |q_c k_jc|
+  // (b,h,sq): with p_j = 2^8 exp(s_j - max s) (the kernel's p in the units of the row's final
+  // max), sum over the keys with p_j < 2^-6 (E4M3 subnormals) of min(p_j, 2^-10), over sum_j p_j:
+  // the most E4M3's subnormal rounding can move l, relative.
+  std::vector<double> sub_rel;
+  std::vector<double> p_second;  // (b,h,sq): the second largest P_j (normalized)
 };
 
 // Exact attention in FP64 on the values the kernel's inputs stand for (dequantized E4M3).
@@ -208,11 +253,14 @@ inline Result reference_f64(const Problem& p) {
   const size_t no = size_t(s.b) * s.sq * s.h * kD, nl = size_t(s.b) * s.h * s.sq;
   r.o.assign(no, 0.0);
   r.abs_pv.assign(no, 0.0);
+  r.abs_dev.assign(no, 0.0);
   r.max_pv.assign(no, 0.0);
   r.vmax.assign(no, 0.0);
   r.lse.assign(nl, -std::numeric_limits<double>::infinity());
   r.visible.assign(nl, 0);
   r.abs_score_max.assign(nl, 0.0);
+  r.sub_rel.assign(nl, 0.0);
+  r.p_second.assign(nl, 0.0);
   const int group = s.h / s.h_kv;
   const double scale = p.softmax_scale;
   parallel_for(int64_t(s.b) * s.h * s.sq, [&](int64_t idx) {
@@ -236,8 +284,17 @@ inline Result reference_f64(const Problem& p) {
       m = std::max(m, sc[j]);
     }
     r.abs_score_max[(int64_t(b) * s.h + h) * s.sq + t] = abs_qk_max;
-    double l = 0;
-    for (int j = 0; j < end; ++j) l += (sc[j] = std::exp(sc[j] - m));
+    double l = 0, sub = 0, first = 0, second = 0;
+    for (int j = 0; j < end; ++j) {
+      l += (sc[j] = std::exp(sc[j] - m));
+      const double p256 = std::ldexp(sc[j], 8);
+      if (p256 < std::ldexp(1.0, -6)) sub += std::min(p256, std::ldexp(1.0, -10));
+      if (sc[j] > first) second = first, first = sc[j];
+      else second = std::max(second, sc[j]);
+    }
+    const int64_t li = (int64_t(b) * s.h + h) * s.sq + t;
+    r.sub_rel[li] = sub / std::ldexp(l, 8);
+    r.p_second[li] = second / l;
     const int64_t o0 = p.qi(b, t, h, 0);
     for (int j = 0; j < end; ++j) {
       const double pj = sc[j] / l;
@@ -250,9 +307,14 @@ inline Result reference_f64(const Problem& p) {
         r.vmax[o0 + c] = std::max(r.vmax[o0 + c], std::fabs(vj));
       }
     }
+    for (int j = 0; j < end; ++j) {
+      const double pj = sc[j] / l;
+      const float* vrow = &p.v_deq[p.ki(b, j, hk, 0)];
+      for (int c = 0; c < kD; ++c) r.abs_dev[o0 + c] += pj * std::fabs(vrow[c] - r.o[o0 + c]);
+    }
     double lse = m + std::log(l);
-    if (!p.lse_bias.empty()) lse += p.lse_bias[(int64_t(b) * s.h + h) * s.sq + t];
-    r.lse[(int64_t(b) * s.h + h) * s.sq + t] = lse;
+    if (!p.lse_bias.empty()) lse += p.lse_bias[li];
+    r.lse[li] = lse;
     if (!p.o_bias.empty())
       for (int c = 0; c < kD; ++c) r.o[o0 + c] += p.o_bias[(int64_t(b) * s.h_kv + hk) * kD + c];
   });
@@ -266,13 +328,20 @@ struct Output {
   float o(int64_t i) const { return model::bf16_to_float(o_bits[i]); }
 };
 
-// The kernel's documented numerics (src/attn/softmax.cuh, the brief of issue 4) in host FP32:
-// 128-key blocks last to first, p = exp2(S*scale - (m - 8)), l from FP32 p, P rounded to E4M3
-// (hi + lo for E4M3_HILO), a fresh FP32 accumulator per block, O/l rounded to BF16.
-// `pre_bf16` receives the FP32 value before the final rounding. This stands in until the CPU
-// model's kernel mirror (model/, issue 2) exists; the GPU tests compare against it element-wise.
-inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nullptr) {
+// The kernel's documented numerics (src/attn/softmax.cuh) in host FP32, with the dispatch's
+// choices (kernel_choice): blocks of block_n keys last to first, p = exp2(S*scale - (m - 8)),
+// P rounded to E4M3 (hi + lo for E4M3_HILO), O one-level (O = O*alpha, then P V added) or
+// two-level (P V into a fresh accumulator, then O = O*alpha + it), l = l*alpha + the block's sum
+// of the rounded P (E4M3: what the kernel's tensor core sums) or of the FP32 p (hi+lo), O/l
+// rounded to BF16. `pre_bf16` receives the FP32 value before the final rounding. Written apart
+// from the model's mirror (model/kernel_mirror), so that each checks the other
+// (Checks.HostMirrorMatchesModelMirror); the FP64 tests use it as their RMSE yardstick.
+// `choice` replaces kernel_choice(p.s) (the checks' own tests: numerics the kernel does not run).
+inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nullptr,
+                            const KernelChoice* choice = nullptr) {
   const Shape& s = p.s;
+  const KernelChoice kc = choice ? *choice : kernel_choice(s);
+  const int bn = kc.block_n;
   Output out;
   out.o_bits.assign(size_t(s.b) * s.sq * s.h * kD, 0);
   out.lse.assign(size_t(s.b) * s.h * s.sq, 0.f);
@@ -284,10 +353,12 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
     const int hk = h / group, end = s.key_end(t);
     const float q_scale = scale_log2 * p.q_descale[(int64_t(b) * s.h + h) * s.sq + t];
     float m = -INFINITY, l = 0.f;
-    std::vector<float> o(kD, 0.f), ob(kD), sc(128);
-    for (int blk = (end - 1) / 128; end > 0 && blk >= 0; --blk) {
-      const int j0 = blk * 128, j1 = std::min(end, j0 + 128);
-      const float scale = q_scale * p.k_descale[(int64_t(b) * s.h_kv + hk) * s.k_blocks() + blk];
+    std::vector<float> o(kD, 0.f), ob(kD), sc(bn);
+    for (int blk = (end - 1) / bn; end > 0 && blk >= 0; --blk) {
+      const int j0 = blk * bn, j1 = std::min(end, j0 + bn);
+      // The K descale of the block (the kernel reads the first of each head's with k_head).
+      const int kblk = s.k_head ? 0 : j0 / FP8ATTN_K_SCALE_BLOCK;
+      const float scale = q_scale * p.k_descale[(int64_t(b) * s.h_kv + hk) * s.k_blocks() + kblk];
       float mx = -INFINITY;
       for (int j = j0; j < j1; ++j) {
         double acc = 0;  // E4M3 products are exact; the FP32 wgmma sum of 128 is ~exact
@@ -300,17 +371,21 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
       const float alpha = std::exp2(m - m_new);
       const float neg_bias = 8.f - m_new;
       float sum = 0.f;
-      std::fill(ob.begin(), ob.end(), 0.f);
+      if (kc.two_level) std::fill(ob.begin(), ob.end(), 0.f);
+      else
+        for (int c = 0; c < kD; ++c) o[c] *= alpha;
+      float* acc_o = kc.two_level ? ob.data() : o.data();
       for (int j = j0; j < j1; ++j) {
         const float pj = std::exp2(std::fmaf(sc[j - j0], scale, neg_bias));
-        sum += pj;
         float p8 = model::round_e4m3(pj);
         if (s.p_precision == FP8ATTN_P_E4M3_HILO) p8 += model::round_e4m3(pj - p8);
+        sum += kc.l_rounded ? p8 : pj;
         const float* vr = &p.v_raw[p.ki(b, j, hk, 0)];
-        for (int c = 0; c < kD; ++c) ob[c] += p8 * vr[c];
+        for (int c = 0; c < kD; ++c) acc_o[c] += p8 * vr[c];
       }
       l = l * alpha + sum;
-      for (int c = 0; c < kD; ++c) o[c] = o[c] * alpha + ob[c];
+      if (kc.two_level)
+        for (int c = 0; c < kD; ++c) o[c] = o[c] * alpha + ob[c];
       m = m_new;
     }
     const int64_t o0 = p.qi(b, t, h, 0), li = (int64_t(b) * s.h + h) * s.sq + t;
@@ -374,7 +449,8 @@ class DeviceRun {
     a.q_descale = upload(p_.q_descale);
     a.qd_stride_b = int64_t(s.h) * s.sq, a.qd_stride_h = s.sq, a.qd_stride_s = 1;
     a.k_descale = upload(p_.k_descale);
-    a.kd_stride_b = int64_t(s.h_kv) * s.k_blocks(), a.kd_stride_h = s.k_blocks(), a.kd_stride_blk = 1;
+    a.kd_stride_b = int64_t(s.h_kv) * s.k_blocks(), a.kd_stride_h = s.k_blocks();
+    a.kd_stride_blk = s.k_head ? 0 : 1;  // k_head: one descale per (b, h_kv), 192-key blocks
     a.v_descale = upload(p_.v_descale);
     a.vd_stride_b = int64_t(s.h_kv) * kD, a.vd_stride_h = kD, a.vd_stride_d = 1;
     a.lse_bias = upload(p_.lse_bias);
