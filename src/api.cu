@@ -182,7 +182,7 @@ bool make_tma_4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
 //     rounding dominates; one-level allows 192-key blocks and runs ~12% faster)
 //   FP8ATTN_BLOCK_N=128|224: key block of the one-level E4M3 kernel (default 192)
 //   FP8ATTN_PERSISTENT=0|1: persistent CTAs with a dynamic tile counter (default 1)
-//   FP8ATTN_VARIANT=fp32-rowsum|tc-rowsum-cross|ablate-nosoftmax|ablate-noexp|ablate-nopv: softmax variant of the
+//   FP8ATTN_VARIANT=fp32-rowsum|ablate-nosoftmax|ablate-noexp|ablate-nopv: softmax variant of the
 //     one-level 192-key E4M3 kernel (config.h; default: l from the tensor core); fp32-rowsum: l as
 //     the FP32 sum of unrounded p; the ablations give WRONG results (timing probes only)
 //   FP8ATTN_SCHED=section|head: causal tile order (scheduler.cuh), default section
@@ -210,7 +210,6 @@ const KnobSettings& knob_settings() {
     if (const char* e = std::getenv("FP8ATTN_VARIANT")) {
       const std::string v(e);
       s.variant = v == "fp32-rowsum"        ? fp8attn::attn::kVariantDefault
-                  : v == "tc-rowsum-cross"  ? fp8attn::attn::kVariantTcRowSumCross
                   : v == "ablate-nosoftmax" ? fp8attn::attn::kAblateNoSoftmax
                   : v == "ablate-noexp"     ? fp8attn::attn::kAblateNoExp
                   : v == "ablate-nopv"      ? fp8attn::attn::kAblateNoPV
@@ -422,7 +421,6 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
     case kAblateNoExp: return launch<Config<P, false, 192, 2, 0, kAblateNoExp>>(*params, dev_info, st);
     case kAblateNoPV: return launch<Config<P, false, 192, 2, 0, kAblateNoPV>>(*params, dev_info, st);
     case kVariantDefault: return launch<Config<P, false, 192, 2>>(*params, dev_info, st);
-    case kVariantTcRowSumCross: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSumCross>>(*params, dev_info, st);
     default: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSum>>(*params, dev_info, st);
   }
 }

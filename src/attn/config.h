@@ -16,10 +16,6 @@ enum Variant : int {
   // rounded P that weighted V), added to the FP32 l once per block: 96 FADD per thread per block
   // leave the softmax (docs/perf-log.md, v8). kVariantDefault keeps the FP32 sum of unrounded p.
   kVariantTcRowSum = 2,
-  // kVariantTcRowSum, and tile boundaries without a bubble: the next tile's first QK^T is issued
-  // with this tile's last P V (as inside a tile) and this tile's epilogue runs under them, its
-  // per-channel factors staged in shared memory (consumer_cross in kernel.cuh).
-  kVariantTcRowSumCross = 5,
   kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
   kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)
   kAblateNoPV = 13,       // the P V wgmma is not issued
@@ -77,9 +73,7 @@ struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
   // E4M3 ones (0x38): the B operand of the row-sum wgmma (kVariantTcRowSum). Any layout reads 1.
-  alignas(1024) uint8_t ones[(Cfg::kVariant == kVariantTcRowSum || Cfg::kVariant == kVariantTcRowSumCross) ? 1024 : 16];
-  // kVariantTcRowSumCross: V's descale and o_bias per consumer warpgroup and tile parity.
-  float epi[2][2][Cfg::kVariant == kVariantTcRowSumCross ? 256 : 1];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
+  alignas(1024) uint8_t ones[Cfg::kVariant == kVariantTcRowSum ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
   uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];

@@ -222,9 +222,7 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
 // The per-channel factors of this thread's 32 output columns (V's descale and o_bias). Loaded
 // before the tile's last P V product is issued, so their latency hides under it.
 struct EpilogueOperands {
-  float vd_[32], ob_[32];
-  __device__ __forceinline__ float vd(int j) const { return vd_[j]; }
-  __device__ __forceinline__ float ob(int j) const { return ob_[j]; }
+  float vd[32], ob[32];
   __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile) {
     const int kv_head = tile.head / p.q_per_kv;
     const int q4 = threadIdx.x % 4;
@@ -233,36 +231,23 @@ struct EpilogueOperands {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int c = 8 * i + 2 * q4 + e;
-        vd_[2 * i + e] = load_or_one(p.v_descale, tile.batch * p.vd_stride_b +
-                                                      kv_head * p.vd_stride_h + c * p.vd_stride_d);
-        ob_[2 * i + e] = p.o_bias ? __ldg(p.o_bias + tile.batch * p.ob_stride_b +
-                                          kv_head * p.ob_stride_h + c)
-                                  : 0.f;
+        vd[2 * i + e] = load_or_one(p.v_descale, tile.batch * p.vd_stride_b +
+                                                     kv_head * p.vd_stride_h + c * p.vd_stride_d);
+        ob[2 * i + e] = p.o_bias ? __ldg(p.o_bias + tile.batch * p.ob_stride_b +
+                                         kv_head * p.ob_stride_h + c)
+                                 : 0.f;
       }
     }
   }
 };
 
-// The same factors staged in shared memory once per tile (kVariantCrossTile): [vd x 128][ob x 128]
-// per consumer warpgroup and tile parity. Column c = 8i + 2*(lane%4) + e is entry j = 2i + e.
-struct SmemEpilogueOperands {
-  const float* base;  // this warpgroup's buffer of the tile
-  __device__ __forceinline__ float vd(int j) const { return base[8 * (j / 2) + 2 * (threadIdx.x % 4) + (j & 1)]; }
-  __device__ __forceinline__ float ob(int j) const { return base[128 + 8 * (j / 2) + 2 * (threadIdx.x % 4) + (j & 1)]; }
-  // Thread t of the warpgroup fills column t: one load each of V's descale and o_bias.
-  __device__ __forceinline__ static void stage(const KernelParams& p, const Tile& tile, float* buf) {
-    const int c = threadIdx.x % 128;
-    const int kv_head = tile.head / p.q_per_kv;
-    buf[c] = load_or_one(p.v_descale, tile.batch * p.vd_stride_b + kv_head * p.vd_stride_h + c * p.vd_stride_d);
-    buf[128 + c] = p.o_bias ? __ldg(p.o_bias + tile.batch * p.ob_stride_b + kv_head * p.ob_stride_h + c) : 0.f;
-  }
-};
-
-template <class Cfg, class Factors>
+template <class Cfg>
 __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
                                          const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm,
-                                         const Factors& f) {
+                                         const EpilogueOperands& eo) {
   const float (&o)[PVAccumulator<Cfg>::kRegs] = acc.o;
+  const float (&vd)[32] = eo.vd;
+  const float (&ob)[32] = eo.ob;
   float inv_l[2];
   sm.finalize(inv_l);
   const int q4 = threadIdx.x % 4;
@@ -276,8 +261,8 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
       const int c = 8 * i + 2 * q4;
-      float x0 = o[4 * i + 2 * r] * f.vd(2 * i) * inv_l[r] + f.ob(2 * i);
-      float x1 = o[4 * i + 2 * r + 1] * f.vd(2 * i + 1) * inv_l[r] + f.ob(2 * i + 1);
+      float x0 = o[4 * i + 2 * r] * vd[2 * i] * inv_l[r] + ob[2 * i];
+      float x1 = o[4 * i + 2 * r + 1] * vd[2 * i + 1] * inv_l[r] + ob[2 * i + 1];
       if (empty) x0 = x1 = 0.f;
       *reinterpret_cast<__nv_bfloat162*>(out + c) = __floats2bfloat162_rn(x0, x1);
     }
@@ -444,206 +429,6 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 }
 
 // ---------------------------------------------------------------------------------------------
-// kVariantTcRowSumCross: the consumer with tile boundaries folded into the steady state.
-// What a warpgroup keeps of a tile: where it is, its keys, and per-row constants.
-template <class Cfg>
-struct TileConsts {
-  Tile tile;
-  KeyRange kr;
-  int row0;
-  float q_scale[2];  // the row's scale without the K descale
-  int limit[2];      // the row's mask limit
-  __device__ __forceinline__ bool empty() const { return kr.n_hi <= kr.n_lo; }
-  __device__ __forceinline__ void setup(const KernelParams& p, int t, int row_in_tile) {
-    tile = TileScheduler::at(p, t);
-    kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
-    row0 = tile.m_block * Cfg::kBlockM + row_in_tile;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = row0 + 8 * r;
-      const float qd = row < p.seqlen_q
-                           ? load_or_one(p.q_descale, tile.batch * p.qd_stride_b + tile.head * p.qd_stride_h +
-                                                          static_cast<int64_t>(row) * p.qd_stride_s)
-                           : 0.f;
-      q_scale[r] = p.softmax_scale_log2 * qd;
-      const long long causal_limit = static_cast<long long>(row) + p.seqlen_k - p.seqlen_q + 1;
-      limit[r] = p.causal && causal_limit < p.seqlen_k ? static_cast<int>(causal_limit < 0 ? 0 : causal_limit)
-                                                       : p.seqlen_k;
-    }
-  }
-  __device__ __forceinline__ void block_scale(const KernelParams& p, int n, float (&scale)[2]) const {
-    const float kd = p.k_descale ? __ldg(p.k_descale + tile.batch * p.kd_stride_b +
-                                         (tile.head / p.q_per_kv) * p.kd_stride_h + n * p.kd_stride_blk)
-                                 : 1.f;
-    scale[0] = q_scale[0] * kd;
-    scale[1] = q_scale[1] * kd;
-  }
-  __device__ __forceinline__ void softmax_block(Softmax<Cfg>& sm, float (&s)[Softmax<Cfg>::kRegs], int n,
-                                                const float (&scale)[2], float (&o_rescale)[2]) const {
-    if (n >= kr.n_mask_lo) sm.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, o_rescale);
-    else sm.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, o_rescale);
-    sm.step_exp(s, scale);
-  }
-};
-
-template <class Cfg>
-__device__ __forceinline__ void consumer_cross(const KernelParams& p, SharedStorage<Cfg>& sm, int wg) {
-  constexpr int kThreadsPingPong = 2 * 128;
-  const int my_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + wg;
-  const int other_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (1 - wg);
-  const int t128 = threadIdx.x % 128;
-  const int row_in_tile = 64 * wg + 16 * (t128 / 32) + (t128 % 32) / 4;
-  const uint32_t q_off = 64 * wg * Cfg::kHeadDim;
-  if (wg == 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);  // warpgroup 0 issues first
-
-  uint32_t it_k = 0;  // K blocks consumed; V blocks consumed = it_k - 1 between the two halves of a step
-  using KV = KVCounter<Cfg::kStages>;
-  PipelineState<2> sched;
-  PipelineState<2> qs;  // Q buffer, and the parity of the staged epilogue factors
-  auto next_tile = [&]() {
-    ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
-    const int t = sm.tile_id[sched.stage];
-    release(&sm.tile_empty[sched.stage]);
-    sched.advance();
-    return t;
-  };
-  const float one[2] = {1.f, 1.f};
-  float s[Softmax<Cfg>::kRegs], alpha[2], alpha_next[2], scale[2];
-  PFragments<Cfg> pf;
-  Softmax<Cfg> softmax;
-  PVAccumulator<Cfg> acc;
-  acc.ones_addr = ptx::smem_addr(sm.ones);
-  TileConsts<Cfg> cur;
-  int t = next_tile();
-  bool primed = false;  // cur's first block is done (its P in pf, its statistics in softmax)
-  while (t < p.num_tiles) {
-    if (!primed) {
-      cur.setup(p, t, row_in_tile);
-      if (cur.empty()) {  // no visible key for any row of the tile: O = 0, LSE = -inf
-        softmax.init();
-        acc.zero();
-        EpilogueOperands eo;
-        eo.load(p, cur.tile);
-        epilogue<Cfg>(p, cur.tile, cur.row0, acc, softmax, eo);
-        t = next_tile();
-        continue;
-      }
-      SmemEpilogueOperands::stage(p, cur.tile, sm.epi[wg][qs.stage]);
-      softmax.init();
-      acc.zero();
-      const int n = cur.kr.n_hi - 1;
-      ptx::mbar_wait(&sm.q_full[qs.stage], qs.phase);
-      ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
-      ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-      ptx::wgmma_fence();
-      issue_qk(s, ptx::smem_addr(sm.q[qs.stage]) + q_off, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
-      ptx::wgmma_commit();
-      ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
-      ptx::wgmma_wait<0>();
-      fence_regs(s);
-      release(&sm.k_empty[KV::stage_of(it_k)]);
-      ++it_k;
-      cur.block_scale(p, n, scale);
-      cur.softmax_block(softmax, s, n, scale, alpha);
-      Softmax<Cfg>::template to_e4m3_fragments<false>(s, pf.hi, pf.lo);
-    }
-    const uint32_t q_addr = ptx::smem_addr(sm.q[qs.stage]) + q_off;
-    for (int n = cur.kr.n_hi - 2; n >= cur.kr.n_lo; --n) {  // QK^T of block n with P V of block n+1
-      ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
-      ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-      fence_regs(pf.hi);
-      ptx::wgmma_fence();
-      issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
-      ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
-      acc.before_issue(alpha);
-      ptx::wgmma_fence();
-      acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
-      ptx::wgmma_commit();
-      ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
-      ptx::wgmma_wait<1>();
-      fence_regs(s);
-      release(&sm.k_empty[KV::stage_of(it_k)]);
-      cur.block_scale(p, n, scale);
-      cur.softmax_block(softmax, s, n, scale, alpha_next);
-      ptx::wgmma_wait<0>();
-      fence_regs(pf.hi);
-      release(&sm.v_empty[KV::stage_of(it_k - 1)]);
-      ++it_k;
-      acc.after_wait(alpha);
-      softmax.add_block_sum(acc.l_blk, alpha_next);
-      Softmax<Cfg>::template to_e4m3_fragments<false>(s, pf.hi, pf.lo);
-      alpha[0] = alpha_next[0];
-      alpha[1] = alpha_next[1];
-    }
-    release(&sm.q_empty[qs.stage]);  // every QK^T of the tile has completed
-    const SmemEpilogueOperands factors{sm.epi[wg][qs.stage]};
-    qs.advance();
-
-    t = next_tile();
-    TileConsts<Cfg> nxt;
-    bool cross = false;
-    if (t < p.num_tiles) {
-      nxt.setup(p, t, row_in_tile);
-      cross = !nxt.empty();
-    }
-    if (cross) {
-      // The boundary as one more steady-state step: the next tile's first QK^T with this tile's
-      // last P V; this tile's epilogue after them, before the next tile's P is needed.
-      const int n0 = nxt.kr.n_hi - 1;
-      ptx::mbar_wait(&sm.q_full[qs.stage], qs.phase);
-      ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
-      ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-      fence_regs(pf.hi);
-      ptx::wgmma_fence();
-      issue_qk(s, ptx::smem_addr(sm.q[qs.stage]) + q_off, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
-      ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
-      acc.before_issue(alpha);
-      ptx::wgmma_fence();
-      acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
-      ptx::wgmma_commit();
-      ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
-      SmemEpilogueOperands::stage(p, nxt.tile, sm.epi[wg][qs.stage]);  // read after later barriers
-      // Both wgmmas: this tile's O is final. Its epilogue first (O's registers are then free for
-      // the next tile), the next tile's first softmax after it.
-      ptx::wgmma_wait<0>();
-      fence_regs(s);
-      fence_regs(pf.hi);
-      release(&sm.k_empty[KV::stage_of(it_k)]);
-      release(&sm.v_empty[KV::stage_of(it_k - 1)]);
-      ++it_k;
-      acc.after_wait(alpha);
-      softmax.add_block_sum(acc.l_blk, one);
-      epilogue<Cfg>(p, cur.tile, cur.row0, acc, softmax, factors);
-      cur = nxt;
-      softmax.init();
-      acc.zero();
-      cur.block_scale(p, n0, scale);
-      cur.softmax_block(softmax, s, n0, scale, alpha);
-      Softmax<Cfg>::template to_e4m3_fragments<false>(s, pf.hi, pf.lo);
-      primed = true;
-    } else {
-      // Drain: the P V of the tile's last block, then its epilogue.
-      ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
-      ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-      fence_regs(pf.hi);
-      acc.before_issue(alpha);
-      ptx::wgmma_fence();
-      acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
-      ptx::wgmma_commit();
-      ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
-      ptx::wgmma_wait<0>();
-      release(&sm.v_empty[KV::stage_of(it_k - 1)]);
-      acc.after_wait(alpha);
-      softmax.add_block_sum(acc.l_blk, one);
-      epilogue<Cfg>(p, cur.tile, cur.row0, acc, softmax, factors);
-      primed = false;
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const __grid_constant__ KernelParams p) {
   extern __shared__ uint8_t smem_raw[];
@@ -685,8 +470,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     if (threadIdx.x == 0) producer<Cfg>(p, sm);
   } else {
     ptx::setmaxnreg_inc<Cfg::kConsumerRegs>();
-    if constexpr (Cfg::kVariant == kVariantTcRowSumCross) consumer_cross<Cfg>(p, sm, warpgroup - 1);
-    else consumer<Cfg>(p, sm, warpgroup - 1);
+    consumer<Cfg>(p, sm, warpgroup - 1);
   }
 }
 

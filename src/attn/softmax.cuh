@@ -51,7 +51,7 @@ struct OnlineSoftmax {
   // One key block: updates m and l, turns S into p = exp2(S * scale - (m - 8)) in place (FP32),
   // and returns the factor the running O must be multiplied by. Runs while the previous block's
   // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
-  static constexpr bool kTcRowSum = kVariant == kVariantTcRowSum || kVariant == kVariantTcRowSumCross;
+  static constexpr bool kTcRowSum = kVariant == kVariantTcRowSum;
   float neg_bias_[2];  // between step_max and step_exp: 8 - m (m = 0 while a row has seen no key)
 
   // One key block, whole: step_max then step_exp.

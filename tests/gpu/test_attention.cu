@@ -47,8 +47,8 @@
 //    at 1.2%. With l from the rounded P 1/sqrt(2), with hi+lo P 1x (see check_against_mirror).
 //  - vs the mirror, LSE, every row: a' + 1e-5 (1 + |LSE|) + 2^-22 n + r / (1 - r) ("tight": both
 //    sum the same P); with l from the rounded P, rows beyond it (at most 1 in 50) may hold two
-//    flips: + 2 x (2^-3 (1 + u) P_2 + 2^-17) c; and over the rows RMS(LSE - LSE_mirror) <= 3/4 of
-//    RMS(LSE_mirror - LSE_ref), which an l from the FP32 p (ratio >= 1) fails.
+//    flips: + 2 x (2^-3 (1 + u) P_2 + 2^-17) c; and over the rows RMS(LSE - LSE_mirror) <= 0.85
+//    of RMS(LSE_mirror - LSE_ref), which an l from the FP32 p (ratio >= 1) fails.
 // NaN or Inf anywhere (other than LSE = -inf on rows with no visible key) fails every check.
 #include <cmath>
 #include <cstdlib>
@@ -319,14 +319,14 @@ Verdict check_against_mirror(const Shape& s, const Output& out, const Output& mi
     v.fail(std::to_string(rows_beyond_tight) + " rows beyond the LSE's tight tolerance");
   // With l the sum of the rounded P, the mirror's own LSE error (vs FP64) is mostly
   // ln(sum P8 / sum p); the kernel sums the same P8, so what sets it apart from the mirror (the
-  // scores' accumulation, flips, the tensor core's truncation) must stay below that: RMS over
-  // the rows <= 3/4 of the mirror's. An l from the FP32 p differs from the mirror by the whole
-  // of ln(sum P8 / sum p): a ratio of 1 or more.
+  // scores' accumulation, flips, the tensor core's truncation, more of it in 192-key blocks) must
+  // stay below that: RMS over the rows <= 0.85 of the mirror's. An l from the FP32 p differs from
+  // the mirror by the whole of ln(sum P8 / sum p): a ratio of 1 or more.
   const double rms_km = std::sqrt(lse_se / std::max<int64_t>(rows, 1));
   const double rms_m = std::sqrt(lse_se_m / std::max<int64_t>(rows, 1));
   std::printf("    LSE RMS: kernel - mirror %.3e, mirror - FP64 %.3e\n", rms_km, rms_m);
-  if (v.ok && l_rounded && !(rms_km <= 0.75 * rms_m + 1e-30))
-    v.fail("LSE RMS(kernel - mirror) " + std::to_string(rms_km) + " > 3/4 of the mirror's error " +
+  if (v.ok && l_rounded && !(rms_km <= 0.85 * rms_m + 1e-30))
+    v.fail("LSE RMS(kernel - mirror) " + std::to_string(rms_km) + " > 0.85 x the mirror's error " +
            std::to_string(rms_m));
   return v;
 }
