@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The tc-rowsum-cross variant was removed after this measurement (results/probe/*-5cdccf9-cross.log:
+# slower than the default); the script is kept as the record of what was run.
 # Tile boundaries folded into the steady state (FP8ATTN_VARIANT=tc-rowsum-cross) against the
 # default: correctness on awkward shapes (many tiles per CTA, empty tiles, GQA), then the seed
 # shape's speed beside SDPA BF16. .carry from tools/kernel_probe/stage.sh (or stage_gpu + probe).
