@@ -33,7 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # 71c468f; sessions before it ran l from the FP32 p (l_rounded=0).
 MIRROR = {
     "fp8attn": ("", "fa3-fp8:block=192:l_rounded=1:acc=hopper"),
-    "fp8attn_p_hilo": ("", "fa3-fp8:p=e4m3hilo:two_level=1:l_rounded=1:acc=hopper"),
+    "fp8attn_p_hilo": ("", "fa3-fp8:p=e4m3hilo:two_level=1:l_rounded=0:acc=hopper"),  # hi+lo: FP32 l
     "fp8attn_end_to_end": ("@prepass", "fp8attn-kernel:acc=hopper"),
     "fp8attn_end_to_end_hadamard": ("@prepass", "fp8attn-kernel-rot:acc=hopper"),
     "fp8attn_end_to_end_no_hadamard": ("@prepass", "fp8attn-kernel:prepass_k_head=1:acc=hopper"),
