@@ -2,23 +2,11 @@
 # One GPU call: kernel softmax variants (correctness on awkward shapes, then the seed shape's speed
 # beside SDPA BF16), then the pre-pass GPU tests (bit-exactness with the CPU mirror) and its
 # bandwidth bench. .carry from scripts/stage_gpu.sh + the probe binary.
-set -u
-export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
-for dir in .carry/fallback/*/; do
-  for lib in "$dir"*; do
-    ldconfig -p 2>/dev/null | grep -q "$(basename "$lib")" || LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$PWD/$dir"
-  done
-done
-P=.carry/kernel_probe
-echo "commit: $(cat .carry/COMMIT 2>/dev/null) date: $(date -u +%FT%TZ)"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
+source "$(dirname "$0")/lib.sh"
+probe_init
 echo "== kernel correctness (kernel-only error vs FP64 on dequantized inputs; rc 0 = pass)"
 for v in tc-rowsum-split split default; do
-  for shape in "1 1 1 1 1 0" "3 127 127 5 5 0" "3 1000 1000 5 5 1" "1 127 300 4 2 1" "1 300 127 4 2 1" \
-               "1 8191 8191 2 1 1" "2 2048 2048 32 8 0" "4 1000 1000 40 8 1" "3 4097 4097 7 7 0"; do
-    FP8ATTN_VARIANT=$v timeout 60 $P $shape 3 32 0 > /tmp/line 2>&1
-    echo "[$v] rc=$? $(cat /tmp/line)"
-  done
+  probe_check "FP8ATTN_VARIANT=$v" "${PROBE_SHAPES[@]}"
 done
 for shape in "3 1000 1000 5 5 1" "2 2048 2048 32 8 0"; do
   timeout 60 $P $shape 3 32 1 > /tmp/line 2>&1; echo "[hilo] rc=$? $(cat /tmp/line)"

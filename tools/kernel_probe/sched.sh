@@ -3,24 +3,14 @@
 # key block of causal (FP8ATTN_BLOCK_N): correctness on awkward causal shapes for each order,
 # then the seed shape's speed per variant next to SDPA BF16 in the same run.
 # Runs on the GPU machine; .carry from tools/kernel_probe/stage.sh.
-set -u
-export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
-P=.carry/kernel_probe
-echo "commit: $(cat .carry/COMMIT 2>/dev/null) date: $(date -u +%FT%TZ)"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
+source "$(dirname "$0")/lib.sh"
+probe_init
 echo "== correctness (kernel-only error vs FP64 on dequantized inputs; rc 0 = pass)"
 for sched in section head; do
-  for shape in "3 1000 1000 5 5 1" "1 127 300 4 2 1" "1 300 127 4 2 1" "1 8191 8191 2 1 1" \
-               "2 2048 2048 32 8 1" "4 1000 1000 40 8 1" "3 4097 4097 7 7 1"; do
-    FP8ATTN_SCHED=$sched timeout 60 $P $shape 3 32 0 > /tmp/line 2>&1
-    echo "[sched=$sched] rc=$? $(cat /tmp/line)"
-  done
+  probe_check "FP8ATTN_SCHED=$sched" "3 1000 1000 5 5 1" "1 127 300 4 2 1" "1 300 127 4 2 1" "1 8191 8191 2 1 1" "2 2048 2048 32 8 1" "4 1000 1000 40 8 1" "3 4097 4097 7 7 1"
 done
 for pe in 4 8; do
-  for shape in "3 1000 1000 5 5 1" "2 2048 2048 32 8 0"; do
-    FP8ATTN_POLY_EXP_EVERY=$pe timeout 60 $P $shape 3 32 0 > /tmp/line 2>&1
-    echo "[poly=$pe] rc=$? $(cat /tmp/line)"
-  done
+  probe_check "FP8ATTN_POLY_EXP_EVERY=$pe" "3 1000 1000 5 5 1" "2 2048 2048 32 8 0"
 done
 echo "== speed (b=2 s=8192 h=32)"
 for c in 1 0; do
@@ -29,5 +19,5 @@ for c in 1 0; do
     echo "[$v] $(env $v timeout 60 $P 2 8192 8192 32 32 $c 100 4 0 2>&1)"
   done
   echo "[gqa 32/8 default] $(timeout 60 $P 2 8192 8192 32 8 $c 100 4 0 2>&1)"
-  timeout 120 python3 tools/kernel_probe/sdpa_ref.py 2 8192 32 $c 100 | head -1
+  probe_sdpa $c
 done
