@@ -125,6 +125,16 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
       return kernel("fp8attn-kernel-rot", "fp8attn-kernel with the pre-pass Hadamard on Q, K",
                     FP8ATTN_P_E4M3, true);
     }});
+    v.push_back({"fp8attn-default", [=] {
+      // What the library does with default options (fp8attn_quant_options_init): smooth K and V,
+      // Hadamard on Q and K, K descaled per (batch, KV head), so the kernel runs 192-key blocks.
+      Scheme s = kernel("fp8attn-default", "the library's defaults: pre-pass with smoothing, Hadamard "
+                        "on Q, K and per-head K descales + the kernel's numerics (192-key blocks)",
+                        FP8ATTN_P_E4M3, true);
+      s.prepass_k_head = true;
+      if (!s.numerics.two_level) s.numerics.block_n = 192;
+      return s;
+    }});
     v.push_back({"sage2-like", [=] {
       FlashNumerics nm;
       nm.p_offset_log2 = std::log2(448.0f);

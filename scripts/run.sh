@@ -26,6 +26,6 @@ scripts/build.sh >/dev/null
 EVAL=build/tools/eval/fp8attn-eval
 data=$(ls data/fixtures/*.safetensors | paste -sd, -)
 "$EVAL" --data "$data" --mask both \
-  --scheme bf16-flash,fa3-fp8,fa3-fp8-rot,fp8attn-kernel,fp8attn-kernel-hilo \
+  --scheme bf16-flash,fa3-fp8,fa3-fp8-rot,fp8attn-default,fp8attn-kernel,fp8attn-kernel-hilo \
   --json results/run-cpu-model.json
 echo "run: wrote results/run-cpu-model.json"
