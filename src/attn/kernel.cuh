@@ -138,8 +138,10 @@ __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>
 //   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
 //              fewer live registers, so 192/224-key blocks fit; the tensor core's truncating
 //              accumulation spans all keys.
-// l is summed in FP32 by the softmax in both (docs/perf-log.md, v3: l from the tensor core was
-// 9% faster but biased across blocks, or serialized the wgmmas when flushed per block).
+// l: with kTcRowSum (the E4M3 one-level default) each k-step also issues P against a block of
+// E4M3 ones into l_blk, a fresh accumulator per block that the softmax adds to its FP32 l
+// (perf-log v9; v3's single accumulator across blocks was biased). Otherwise the softmax sums the
+// FP32 p itself.
 template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
