@@ -92,7 +92,7 @@ def main():
         if not m:
             return n
         p, two, bn, st, poly, variant = m.groups()
-        names = {"0": "default", "2": "tc-rowsum", "3": "tc-rowsum-split", "4": "split", "5": "tc-rowsum-cross", "6": "tc-rowsum-split-cross", "11": "ablate-nosoftmax(timing only)",
+        names = {"0": "fp32-rowsum", "2": "tc-rowsum", "11": "ablate-nosoftmax(timing only)",
                  "12": "ablate-noexp(timing only)", "13": "ablate-nopv(timing only)"}
         return (f"P={'e4m3' if p == '0' else 'e4m3_hilo'} accumulation={'two-level' if two == '1' else 'one-level'} "
                 f"block_n={bn} stages={st} poly_exp_every={poly} variant={names.get(variant, variant)}")
