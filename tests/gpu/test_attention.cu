@@ -132,14 +132,20 @@ std::string where(const Shape& s, int64_t i) {
   return o.str();
 }
 
+// The (b, h, t) row of LSE, l and the per-row reference figures that O element i (b, t, h, c)
+// belongs to.
+int64_t row_of(const Shape& s, int64_t i) {
+  const int64_t h = i / kD % s.h, t = i / kD / s.h % s.sq, b = i / kD / s.h / s.sq;
+  return (b * s.h + h) * s.sq + t;
+}
+
 // Structure: O finite everywhere, exactly 0 on rows with no visible key; LSE finite, or -inf
 // exactly on those rows. The NaN poison makes an element the kernel did not write fail here.
 Verdict check_written(const Shape& s, const Output& out, const Result& ref) {
   Verdict v;
   for (int64_t i = 0; i < int64_t(out.o_bits.size()); ++i) {
     const float x = out.o(i);
-    const int t = int(i / kD / s.h % s.sq), h = int(i / kD % s.h), b = int(i / kD / s.h / s.sq);
-    const bool empty = ref.visible[(int64_t(b) * s.h + h) * s.sq + t] == 0;
+    const bool empty = ref.visible[row_of(s, i)] == 0;
     if (!std::isfinite(x)) return v.fail("O not finite (unwritten or NaN) at " + where(s, i)), v;
     if (empty && x != 0.f) return v.fail("O != 0 on a row with no visible key at " + where(s, i)), v;
   }
@@ -186,8 +192,7 @@ Verdict check_against_reference(const Shape& s, const Output& out, const Output&
   double worst_ratio = 0;
   int64_t worst = -1;
   for (int64_t i = 0; i < n; ++i) {
-    const int t = int(i / kD / s.h % s.sq), h = int(i / kD % s.h), b = int(i / kD / s.h / s.sq);
-    const int64_t li = (int64_t(b) * s.h + h) * s.sq + t;
+    const int64_t li = row_of(s, i);
     // P's rounding (see the header): through l as well when l sums the rounded P.
     const double p_round =
         l_rounded ? l_ratio(ref, li) * (kU * ref.abs_dev[i] + 2 * ref.sub_rel[li] * ref.vmax[i])
@@ -246,8 +251,7 @@ Verdict check_against_mirror(const Shape& s, const Output& out, const Output& mi
   const int64_t n = int64_t(out.o_bits.size());
   int64_t beyond_tight = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const int t = int(i / kD / s.h % s.sq), h = int(i / kD % s.h), b = int(i / kD / s.h / s.sq);
-    const int64_t li = (int64_t(b) * s.h + h) * s.sq + t;
+    const int64_t li = row_of(s, i);
     const double k = out.o(i), m = mirror.o(i);
     const double tight = bf16_ulp(std::max(std::fabs(k), std::fabs(m))) +
                          (acc_allowance(ref, li) + rowsum_acc(s)) * ref.abs_pv[i];
