@@ -387,6 +387,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       fence_regs(s);
       release(&sm.k_empty[KV::stage_of(it_k)]);
       block_scale(n, scale);
+      // The two halves apart: only the max half differs between masked and unmasked blocks, so
+      // the exp half is one copy of code after the branch (the SASS that was measured).
       if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
       else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
       softmax.step_exp(s, scale);

@@ -48,13 +48,12 @@ struct OnlineSoftmax {
     }
   }
 
-  // One key block: updates m and l, turns S into p = exp2(S * scale - (m - 8)) in place (FP32),
-  // and returns the factor the running O must be multiplied by. Runs while the previous block's
-  // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
   static constexpr bool kTcRowSum = kVariant == kVariantTcRowSum;
   float neg_bias_[2];  // between step_max and step_exp: 8 - m (m = 0 while a row has seen no key)
 
-  // One key block, whole: step_max then step_exp.
+  // One key block: updates m and l, turns S into p = exp2(S * scale - (m - 8)) in place (FP32),
+  // and returns the factor the running O must be multiplied by. Runs while the previous block's
+  // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
   template <bool kMask>
   __device__ __forceinline__ void step(float (&s)[kRegs], int key0, const int (&limit)[2],
                                        const float (&scale)[2], float (&o_rescale)[2]) {
@@ -62,9 +61,8 @@ struct OnlineSoftmax {
     step_exp(s, scale);
   }
 
-  // First half of a block: masks S in place, updates m (and rescales l), and returns the factor
-  // the running O must be multiplied by. Reads and writes only S and the row statistics, so it
-  // runs while the previous block's P V wgmma still reads P's fragments.
+  // First half of step: masks S in place, updates m (and rescales l), and returns the factor the
+  // running O must be multiplied by.
   template <bool kMask>
   __device__ __forceinline__ void step_max(float (&s)[kRegs], int key0, const int (&limit)[2],
                                            const float (&scale)[2], float (&o_rescale)[2]) {
@@ -104,7 +102,7 @@ struct OnlineSoftmax {
     }
   }
 
-  // Second half: S -> p = exp2(S * scale - (m - 8)) in place (FP32) and, unless the tensor core
+  // Second half of step: S -> p = exp2(S * scale - (m - 8)) in place (FP32) and, unless the tensor core
   // sums P (kTcRowSum: add_block_sum), l += rowsum(p) in four interleaved partial sums.
   __device__ __forceinline__ void step_exp(float (&s)[kRegs], const float (&scale)[2]) {
     if constexpr (kVariant == kAblateNoSoftmax) return;
