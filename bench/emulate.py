@@ -1,7 +1,7 @@
 """A torch emulation of the kernel's numerics, used only by `harness.py --dry-run` (no GPU) to
 exercise the harness end to end. Not an oracle: the C++ model (model/) is the one the GPU tests
 use. Order of operations as the kernel's contract states it (KV blocks of 128 visited last to
-first, exp2 with a row-max offset of 8, P rounded to E4M3, l the sum of the rounded P for E4M3 P
+first, exp2 with a row-max offset of 5 and a max that moves only past a slack of 3 (fp8attn.h), P rounded to E4M3, l the sum of the rounded P for E4M3 P
 (the kernel's tensor-core row sum) and of the FP32 p for hi+lo P)."""
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import math
 import torch
 
 LOG2E = 1.4426950408889634
+P_OFFSET_LOG2 = 5.0       # FP8ATTN_P_OFFSET_LOG2
+RESCALE_SLACK_LOG2 = 3.0  # FP8ATTN_RESCALE_SLACK_LOG2
 
 
 def _e4m3(x: torch.Tensor) -> torch.Tensor:
@@ -38,9 +40,10 @@ def fp8attn_emulated(qz, causal: bool, p_precision: int = 0, block_n: int = 128)
         t = s_raw * scale
         if causal:
             t = t.masked_fill(torch.arange(k0, k1)[None, :] > rows + (sk - sq), float("-inf"))
-        m_new = torch.maximum(m, t.amax(dim=-1, keepdim=True))
+        cand = torch.maximum(m, t.amax(dim=-1, keepdim=True))
+        m_new = torch.where(cand > m + RESCALE_SLACK_LOG2, cand, m)
         m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
-        p = torch.exp2(t - (m_safe - 8))
+        p = torch.exp2(t - (m_safe - P_OFFSET_LOG2))
         alpha = torch.where(torch.isfinite(m), torch.exp2(m - m_safe), torch.zeros_like(m))
         p8 = _e4m3(p)
         if p_precision == 1:
@@ -50,5 +53,5 @@ def fp8attn_emulated(qz, causal: bool, p_precision: int = 0, block_n: int = 128)
         m = m_new
     visible = l > 0
     out = torch.where(visible, o * vd / torch.where(visible, l, torch.ones_like(l)), torch.zeros_like(o))
-    lse = torch.where(visible, math.log(2) * (m + torch.log2(l) - 8), torch.full_like(l, float("-inf")))
+    lse = torch.where(visible, math.log(2) * (m + torch.log2(l) - P_OFFSET_LOG2), torch.full_like(l, float("-inf")))
     return out.permute(0, 2, 1, 3).to(torch.bfloat16), lse.squeeze(-1)

@@ -225,6 +225,8 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
                 for (int j = j0; j < jv; ++j) mx = std::fmax(mx, std::fma(sr[j], scale, kb_row[j]));
                 m_new = std::fmax(m, mx);
               }
+              // The max moves only past the slack (the kernel's: FP8ATTN_RESCALE_SLACK_LOG2).
+              if (!(m_new > m + nm.rescale_slack_log2)) m_new = m;
               // A row that has seen no key yet keeps m = -inf; exp2 then gives 0, not NaN.
               const float m_use = m_new == kNegInf ? 0.0f : m_new;
               const float alpha = std::exp2(m - m_use);

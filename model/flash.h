@@ -5,8 +5,9 @@
 // Per (batch, head) and tile of 128 query rows, in the kernel's order (src/attn/softmax.cuh):
 //   S      = Q K_n^T                        FP32 (or the Hopper FP8 accumulator model)
 //   scale  = (softmax_scale * log2 e * q_scale[row]) * k_scale[block]
-//   m'     = max(m, rowmax(S) * scale)      log2 units; blocks visited last to first
-//   p      = exp2(fma(S, scale, offset - m'))  offset 8: P in [0, 256]
+//   c      = max(m, rowmax(S) * scale)      log2 units; blocks visited last to first
+//   m'     = c if c > m + slack else m      slack 0: the exact running max
+//   p      = exp2(fma(S, scale, offset - m'))  FA3: offset 8, P in [0, 256]
 //   P      = round(p)                       E4M3, E4M3 hi+lo, BF16, FP16 or FP32
 //   l'     = fma(l, exp2(m - m'), rowsum(p)) four partial sums per row, as the four threads of a
 //                                           quad hold them: keys with (key % 8) / 2 == t;
@@ -44,6 +45,9 @@ struct FlashNumerics {
   Format p_format = Format::E4M3;
   bool p_hilo = false;           // P = e4m3(p) + e4m3(p - e4m3(p)) (two PV products)
   float p_offset_log2 = 8.0f;    // p = 2^(t - m + offset): max(P) = 2^offset
+  float rescale_slack_log2 = 0;  // m moves only when a block's max exceeds it by more than this
+                                 // (0: m is the exact running max; the kernel: 3, so max(P) =
+                                 // 2^(offset + slack))
   bool l_from_rounded_p = false; // l sums P as rounded, per block, as the E4M3 kernel's tensor
                                  // core does (else the FP32 p: FA3, the hi+lo kernel)
   Accumulator acc_qk = Accumulator::kFP32;

@@ -25,7 +25,8 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
   nm.last_to_first = true;
   nm.p_format = Format::E4M3;
   nm.p_hilo = hilo;
-  nm.p_offset_log2 = 8.0f;
+  nm.p_offset_log2 = FP8ATTN_P_OFFSET_LOG2;
+  nm.rescale_slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
   // E4M3 P (one-level, 128- or 192-key blocks): l is the tensor core's sum of the rounded P
   // (kVariantTcRowSum); hi+lo P (two-level): l sums the FP32 p.
   nm.l_from_rounded_p = !hilo;

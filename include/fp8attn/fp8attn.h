@@ -36,6 +36,12 @@ typedef enum fp8attn_p_precision {
 #define FP8ATTN_VT_PAD 32
 // Granularity of the K descale along keys.
 #define FP8ATTN_K_SCALE_BLOCK 128
+// The kernel's softmax, part of its numerics contract (model/kernel_mirror repeats it): P =
+// e4m3(2^(s - m + FP8ATTN_P_OFFSET_LOG2)) with s the scaled score and m the row's running max
+// (log2 units). m moves only when a block's max exceeds it by more than FP8ATTN_RESCALE_SLACK_LOG2,
+// so most blocks skip rescaling O and l; P stays <= 2^(offset + slack) = 256 <= 448.
+#define FP8ATTN_P_OFFSET_LOG2 5.0f
+#define FP8ATTN_RESCALE_SLACK_LOG2 3.0f
 
 // Position p (0..31) inside a 32-key group of V^T holds key fp8attn_vt_key_at(p) of that group.
 // This is the order in which the FP8 wgmma A-fragment wants P; storing V^T in that order lets the

@@ -109,10 +109,10 @@ struct PFragments {
 // S = Q_wg K^T: 4 k-steps of 32 along d (both tiles: 128-byte rows, 128-byte swizzle).
 template <int kRegs>
 __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uint32_t k_addr) {
-  const uint64_t dq = ptx::make_desc_kmajor<128>(q_addr);
-  const uint64_t dk = ptx::make_desc_kmajor<128>(k_addr);
+  using D = ptx::DescKMajor<128>;
+  const uint32_t dq = D::lo(q_addr), dk = D::lo(k_addr);
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk) ptx::wgmma_ss(s, dq + 2 * kk, dk + 2 * kk, kk > 0);
+  for (int kk = 0; kk < 4; ++kk) ptx::wgmma_ss(s, D::make(dq + 2 * kk), D::make(dk + 2 * kk), kk > 0);
 }
 
 // acc (+)= P V_n: kBlockN/32 k-steps of 32 keys, two per 64-key V^T atom. kAccumulate = false
@@ -120,9 +120,11 @@ __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uin
 // With P hi+lo, each k-step issues the lo term too, into the same accumulator.
 template <class Cfg, bool kAccumulate>
 __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
+  using D = ptx::DescKMajor<64>;
+  const uint32_t dv0 = D::lo(v_addr);
 #pragma unroll
   for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
-    const uint64_t dv = ptx::make_desc_kmajor<64>(v_addr + (kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32);
+    const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32) / 16);
     const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
     ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
     if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {
@@ -172,7 +174,7 @@ struct PVAccumulator {
     if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
     else issue_pv<Cfg, true>(o, pf, v_addr);
     if constexpr (kTcRowSum) {
-      const uint64_t d1 = ptx::make_desc_kmajor<64>(ones_addr);
+      const uint64_t d1 = ptx::make_desc_kmajor<64>(ones_addr);  // ones_addr: warp-uniform
 #pragma unroll
       for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
         const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
@@ -338,10 +340,24 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     const float* kd_base = p.k_descale ? p.k_descale + tile.batch * p.kd_stride_b +
                                              kv_head * p.kd_stride_h
                                        : nullptr;
+    // One K descale per head (stride 0 along blocks, the 192-key kernel's case): the products
+    // are formed once per tile instead of a load per block.
+    const bool kd_per_block = kd_base && p.kd_stride_blk != 0;
+    float head_scale[2];
+    {
+      const float kd = kd_base ? __ldg(kd_base) : 1.f;
+      head_scale[0] = q_scale[0] * kd;
+      head_scale[1] = q_scale[1] * kd;
+    }
     auto block_scale = [&](int n, float (&scale)[2]) {
-      const float kd = kd_base ? __ldg(kd_base + n * p.kd_stride_blk) : 1.f;
-      scale[0] = q_scale[0] * kd;
-      scale[1] = q_scale[1] * kd;
+      if (kd_per_block) {
+        const float kd = __ldg(kd_base + n * p.kd_stride_blk);
+        scale[0] = q_scale[0] * kd;
+        scale[1] = q_scale[1] * kd;
+      } else {
+        scale[0] = head_scale[0];
+        scale[1] = head_scale[1];
+      }
     };
 
     float s[Softmax<Cfg>::kRegs], alpha[2], alpha_next[2], scale[2];
@@ -440,7 +456,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
   auto& sm = *reinterpret_cast<SharedStorage<Cfg>*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
   constexpr int kConsumerWarps = 4 * Cfg::kConsumerWarpgroups;
-  const int warpgroup = threadIdx.x / 128;
+  // Broadcast from lane 0 so the compiler knows it is warp-uniform: descriptor and barrier
+  // arithmetic derived from it then lives in uniform registers.
+  const int warpgroup = __shfl_sync(0xffffffff, static_cast<int>(threadIdx.x / 128), 0);
 
   if (threadIdx.x == 0) {
     ptx::tma_prefetch_descriptor(&p.tma_q);

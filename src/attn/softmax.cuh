@@ -6,8 +6,10 @@
 //
 // Numerics (mirrored by the CPU model, model/kernel_mirror):
 //   scale = softmax_scale * log2(e) * q_descale[row] * k_descale[block]
-//   m'    = max(m, rowmax(S) * scale)                       running max, log2 units
-//   p     = exp2(S * scale - (m' - 8))                      P in [0, 256]: E4M3 keeps small p
+//   c     = max(m, rowmax(S) * scale)                       log2 units
+//   m'    = c if c > m + slack else m                       running max (slack 3): most blocks
+//                                                           leave m, so O and l need no rescale
+//   p     = exp2(S * scale - (m' - offset))                 offset 5: P in [0, 2^(5+3) = 256]
 //   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
 //           match, so no register shuffles are needed)
 //   l'    = l * exp2(m - m') + rowsum(p)    FP32 p, before rounding; each thread sums its keys
@@ -18,11 +20,16 @@
 #include <cmath>
 
 #include "attn/config.h"
+#include "fp8attn/fp8attn.h"
 #include "ptx/convert.cuh"
 
 namespace fp8attn::attn {
 
-constexpr float kPOffsetLog2 = 8.0f;  // P's exponent offset: max(P) = 2^8 = 256 <= 448
+// P's exponent offset and the running max's slack (fp8attn.h): m moves only when a block's max
+// exceeds it by more than the slack, so p = exp2(S * scale - (m - offset)) <= 2^(5 + 3) = 256.
+constexpr float kPOffsetLog2 = FP8ATTN_P_OFFSET_LOG2;
+constexpr float kRescaleSlackLog2 = FP8ATTN_RESCALE_SLACK_LOG2;
+static_assert(kPOffsetLog2 + kRescaleSlackLog2 <= 8.8f, "P must stay <= 448 (E4M3's max)");
 
 template <int kBlockN, int kPolyExpEvery, int kVariant = kVariantDefault>
 struct OnlineSoftmax {
@@ -92,10 +99,15 @@ struct OnlineSoftmax {
     for (int r = 0; r < 2; ++r) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffff, mx[r], 1));
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffff, mx[r], 2));
-      const float m_new = fmaxf(row_max[r], mx[r] * scale[r]);
-      // A row with no visible key yet keeps m = -inf; compute with 0 so exp2 gives 0, not NaN.
+      // The max moves only when it grows by more than the slack (P's headroom absorbs less):
+      // then alpha = 1 exactly and the O rescale is skipped. A row with no visible key yet keeps
+      // m = -inf (-inf + slack is -inf, so its first visible max always moves it).
+      const float cand = fmaxf(row_max[r], mx[r] * scale[r]);
+      const bool moves = cand > row_max[r] + kRescaleSlackLog2;
+      const float m_new = moves ? cand : row_max[r];
+      // Still -inf (no visible key so far): compute with 0 so exp2 gives 0, not NaN.
       const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      o_rescale[r] = ptx::exp2_approx(row_max[r] - m_use);
+      o_rescale[r] = moves ? ptx::exp2_approx(row_max[r] - m_use) : 1.f;
       row_max[r] = m_new;
       neg_bias_[r] = kPOffsetLog2 - m_use;
       row_sum[r] *= o_rescale[r];

@@ -46,15 +46,23 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
 // the leading offset is unused because one wgmma's K (32 bytes) stays inside the swizzle atom.
 // Bits: [0,14) addr>>4, [16,30) LBO>>4, [32,46) SBO>>4, [62,64) layout (1 = 128B, 2 = 64B swizzle).
 template <int kSwizzleBytes>
-__device__ __forceinline__ uint64_t make_desc_kmajor(uint32_t smem_byte_addr) {
+struct DescKMajor {
   static_assert(kSwizzleBytes == 128 || kSwizzleBytes == 64, "the kernel uses 128B and 64B swizzles");
-  constexpr uint64_t kLayout = kSwizzleBytes == 128 ? 1 : 2;
-  uint64_t desc = 0;
-  desc |= static_cast<uint64_t>((smem_byte_addr & 0x3FFFF) >> 4);
-  desc |= static_cast<uint64_t>(1) << 16;
-  desc |= static_cast<uint64_t>((8 * kSwizzleBytes) >> 4) << 32;
-  desc |= kLayout << 62;
-  return desc;
+  static constexpr uint32_t kLayout = kSwizzleBytes == 128 ? 1 : 2;
+  // The upper 32 bits: SBO and layout, constants.
+  static constexpr uint32_t kHi = ((8 * kSwizzleBytes) >> 4) | (kLayout << 30);
+  // The lower 32 bits: start address and LBO. The address field is 14 bits of addr >> 4 (shared
+  // memory < 256 KiB), so offsets inside a tile are 32-bit adds to lo (no carry into hi).
+  __device__ __forceinline__ static uint32_t lo(uint32_t smem_byte_addr) {
+    return ((smem_byte_addr & 0x3FFFF) >> 4) | (1u << 16);
+  }
+  __device__ __forceinline__ static uint64_t make(uint32_t lo_bits) {
+    return (static_cast<uint64_t>(kHi) << 32) | lo_bits;
+  }
+};
+template <int kSwizzleBytes>
+__device__ __forceinline__ uint64_t make_desc_kmajor(uint32_t smem_byte_addr) {
+  return DescKMajor<kSwizzleBytes>::make(DescKMajor<kSwizzleBytes>::lo(smem_byte_addr));
 }
 
 }  // namespace fp8attn::ptx

@@ -159,10 +159,12 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
             s[j - j0] = acc;
             if (j < ke) mx = std::fmax(mx, acc);
           }
-          const float m_new = std::fmax(m, mx * scale);
+          const float cand = std::fmax(m, mx * scale);
+          const bool moves = cand > m + FP8ATTN_RESCALE_SLACK_LOG2;  // softmax.cuh's step_max
+          const float m_new = moves ? cand : m;
           const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-          const float alpha = fm::flash_exp2(m - m_use);
-          const float nb = 8.0f - m_use;
+          const float alpha = moves ? fm::flash_exp2(m - m_use) : 1.0f;
+          const float nb = FP8ATTN_P_OFFSET_LOG2 - m_use;
           float bsum[4] = {0, 0, 0, 0};
           for (int j = j0; j < j1; ++j) {
             const float p = j < ke ? fm::flash_exp2(std::fma(s[j - j0], scale, nb)) : 0.0f;
@@ -206,7 +208,7 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
           out.o_f32(b, i, h, c) = L > 0 ? std::fma(o[c] * vd, inv, ob) : 0.0f;
         }
         const size_t li = (static_cast<size_t>(b) * H + h) * sq + i;
-        out.lse[li] = L > 0 ? (m + std::log2(L) - 8.0f) * 0.69314718055994531f +
+        out.lse[li] = L > 0 ? (m + std::log2(L) - FP8ATTN_P_OFFSET_LOG2) * 0.69314718055994531f +
                                   (in.lse_bias ? in.lse_bias[li] : 0.0f)
                             : -INFINITY;
       }
