@@ -301,6 +301,11 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   kp.o_bias = p.o_bias;
   kp.ob_stride_b = p.ob_stride_b;
   kp.ob_stride_h = p.ob_stride_h;
+  auto pairs_ok = [](const float* ptr, int64_t sb, int64_t sh, int64_t sd) {
+    return !ptr || (sd == 1 && sb % 2 == 0 && sh % 2 == 0 && reinterpret_cast<uintptr_t>(ptr) % 8 == 0);
+  };
+  kp.epilogue_vec2 = pairs_ok(p.v_descale, p.vd_stride_b, p.vd_stride_h, p.vd_stride_d) &&
+                     pairs_ok(p.o_bias, p.ob_stride_b, p.ob_stride_h, 1);
 
   // The shared-memory opt-in is a property of the kernel in each device's context: set it once
   // per (instantiation, device), so that a process driving several GPUs launches on all of them.

@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 
+#include "attn/scheduler.cuh"
+
 namespace fp8attn::attn {
 
 // P's precision in the P @ V product (see fp8attn_p_precision in the public header).
@@ -78,7 +80,7 @@ struct alignas(1024) SharedStorage {
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
   // The producer tells the consumers which tile comes next (a ring of two slots).
-  int tile_id[2];
+  Tile tile[2];  // m_block = -1: no more tiles
   uint64_t tile_full[2], tile_empty[2];
 };
 

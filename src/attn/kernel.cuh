@@ -57,12 +57,13 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
   PipelineState<2> qs;  // Q buffer of the next tile with keys to visit
   for (int t = TileScheduler::first();; ) {
     // Publish the tile (or the end) to the consumers.
+    // The producer decodes the tile (integer divisions) once for all 256 consumer threads.
+    const Tile tile = t < p.num_tiles ? TileScheduler::at(p, t) : Tile{-1, 0, 0};
     ptx::mbar_wait(&sm.tile_empty[sched.stage], sched.phase ^ 1);
-    sm.tile_id[sched.stage] = t;
+    sm.tile[sched.stage] = tile;
     ptx::mbar_arrive(&sm.tile_full[sched.stage]);
     sched.advance();
     if (t >= p.num_tiles) break;
-    const Tile tile = TileScheduler::at(p, t);
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
     if (kr.n_hi <= kr.n_lo) {
       t = TileScheduler::next(p);
@@ -230,6 +231,22 @@ struct EpilogueOperands {
   __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile) {
     const int kv_head = tile.head / p.q_per_kv;
     const int q4 = threadIdx.x % 4;
+    if (p.epilogue_vec2) {  // channels 8i + 2 q4 + {0, 1}: float2 number 4i + q4 of the head
+      const float2* vd2 = p.v_descale ? reinterpret_cast<const float2*>(
+                                            p.v_descale + tile.batch * p.vd_stride_b + kv_head * p.vd_stride_h) + q4
+                                      : nullptr;
+      const float2* ob2 = p.o_bias ? reinterpret_cast<const float2*>(
+                                         p.o_bias + tile.batch * p.ob_stride_b + kv_head * p.ob_stride_h) + q4
+                                   : nullptr;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const float2 v = vd2 ? __ldg(vd2 + 4 * i) : make_float2(1.f, 1.f);
+        const float2 b = ob2 ? __ldg(ob2 + 4 * i) : make_float2(0.f, 0.f);
+        vd[2 * i] = v.x, vd[2 * i + 1] = v.y;
+        ob[2 * i] = b.x, ob[2 * i + 1] = b.y;
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
 #pragma unroll
@@ -301,11 +318,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   PipelineState<2> qs;  // Q buffer of the current tile (tiles with keys to visit only)
   for (;;) {
     ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
-    const int t = sm.tile_id[sched.stage];
+    const Tile tile = sm.tile[sched.stage];
     release(&sm.tile_empty[sched.stage]);
     sched.advance();
-    if (t >= p.num_tiles) break;
-    const Tile tile = TileScheduler::at(p, t);
+    if (tile.m_block < 0) break;  // the end
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
     const int row0 = tile.m_block * Cfg::kBlockM + row_in_tile;
     Softmax<Cfg> softmax;

@@ -35,6 +35,9 @@ struct KernelParams {
   const float* lse_bias;  // (b, h, sq) or nullptr
   const float* o_bias;    // (b, h_kv, d) or nullptr
   int64_t ob_stride_b, ob_stride_h;
+  // v_descale and o_bias (each null or) channel-contiguous and 8-byte aligned per (b, h_kv): the
+  // epilogue reads each thread's two adjacent channels as one float2.
+  int epilogue_vec2;
 };
 
 }  // namespace fp8attn::attn
