@@ -304,7 +304,8 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   auto pairs_ok = [](const float* ptr, int64_t sb, int64_t sh, int64_t sd) {
     return !ptr || (sd == 1 && sb % 2 == 0 && sh % 2 == 0 && reinterpret_cast<uintptr_t>(ptr) % 8 == 0);
   };
-  kp.epilogue_vec2 = pairs_ok(p.v_descale, p.vd_stride_b, p.vd_stride_h, p.vd_stride_d) &&
+  kp.vd_broadcast = p.v_descale && p.vd_stride_d == 0;
+  kp.epilogue_vec2 = (kp.vd_broadcast || pairs_ok(p.v_descale, p.vd_stride_b, p.vd_stride_h, p.vd_stride_d)) &&
                      pairs_ok(p.o_bias, p.ob_stride_b, p.ob_stride_h, 1);
 
   // The shared-memory opt-in is a property of the kernel in each device's context: set it once

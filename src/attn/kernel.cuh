@@ -232,15 +232,16 @@ struct EpilogueOperands {
     const int kv_head = tile.head / p.q_per_kv;
     const int q4 = threadIdx.x % 4;
     if (p.epilogue_vec2) {  // channels 8i + 2 q4 + {0, 1}: float2 number 4i + q4 of the head
-      const float2* vd2 = p.v_descale ? reinterpret_cast<const float2*>(
-                                            p.v_descale + tile.batch * p.vd_stride_b + kv_head * p.vd_stride_h) + q4
-                                      : nullptr;
+      const float* vbase = p.v_descale ? p.v_descale + tile.batch * p.vd_stride_b + kv_head * p.vd_stride_h
+                                       : nullptr;
+      const float vb = vbase && p.vd_broadcast ? __ldg(vbase) : 1.f;
+      const float2* vd2 = vbase && !p.vd_broadcast ? reinterpret_cast<const float2*>(vbase) + q4 : nullptr;
       const float2* ob2 = p.o_bias ? reinterpret_cast<const float2*>(
                                          p.o_bias + tile.batch * p.ob_stride_b + kv_head * p.ob_stride_h) + q4
                                    : nullptr;
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
-        const float2 v = vd2 ? __ldg(vd2 + 4 * i) : make_float2(1.f, 1.f);
+        const float2 v = vd2 ? __ldg(vd2 + 4 * i) : make_float2(vb, vb);
         const float2 b = ob2 ? __ldg(ob2 + 4 * i) : make_float2(0.f, 0.f);
         vd[2 * i] = v.x, vd[2 * i + 1] = v.y;
         ob[2 * i] = b.x, ob[2 * i + 1] = b.y;

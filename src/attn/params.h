@@ -35,9 +35,11 @@ struct KernelParams {
   const float* lse_bias;  // (b, h, sq) or nullptr
   const float* o_bias;    // (b, h_kv, d) or nullptr
   int64_t ob_stride_b, ob_stride_h;
-  // v_descale and o_bias (each null or) channel-contiguous and 8-byte aligned per (b, h_kv): the
-  // epilogue reads each thread's two adjacent channels as one float2.
+  // v_descale (null, one value per (b, h_kv) with vd_stride_d = 0, or channel-contiguous) and
+  // o_bias (null or channel-contiguous), the contiguous ones 8-byte aligned per (b, h_kv): the
+  // epilogue reads each thread's two adjacent channels as one float2 (a broadcast descale once).
   int epilogue_vec2;
+  int vd_broadcast;  // v_descale given with vd_stride_d = 0
 };
 
 }  // namespace fp8attn::attn
