@@ -228,9 +228,17 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
 // before the tile's last P V product is issued, so their latency hides under it.
 struct EpilogueOperands {
   float vd[32], ob[32];
-  __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile) {
+  float lb[2];  // lse_bias of rows row0 and row0 + 8 (lanes q4 == 0, which store the LSE)
+  __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile, int row0) {
     const int kv_head = tile.head / p.q_per_kv;
     const int q4 = threadIdx.x % 4;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + 8 * r;
+      lb[r] = p.lse_bias && q4 == 0 && row < p.seqlen_q
+                  ? __ldg(p.lse_bias + (static_cast<int64_t>(tile.batch) * p.heads + tile.head) * p.seqlen_q + row)
+                  : 0.f;
+    }
     if (p.epilogue_vec2) {  // channels 8i + 2 q4 + {0, 1}: float2 number 4i + q4 of the head
       const float* vbase = p.v_descale ? p.v_descale + tile.batch * p.vd_stride_b + kv_head * p.vd_stride_h
                                        : nullptr;
@@ -291,7 +299,7 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
     if (p.lse && q4 == 0) {
       const int64_t li = (static_cast<int64_t>(tile.batch) * p.heads + tile.head) * p.seqlen_q + row;
       float lse = sm.lse(r);
-      if (p.lse_bias && !empty) lse += __ldg(p.lse_bias + li);
+      if (!empty) lse += eo.lb[r];  // 0 without lse_bias
       p.lse[li] = lse;
     }
   }
@@ -332,7 +340,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     acc.ones_addr = ptx::smem_addr(sm.ones);
     EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
-      eo.load(p, tile);
+      eo.load(p, tile, row0);
       epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
       continue;
     }
@@ -443,7 +451,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 
     // Drain: PV of the first block. The epilogue's operands are fetched first (S is dead, so
     // their registers are free) and arrive while the last P V runs.
-    eo.load(p, tile);
+    eo.load(p, tile, row0);
     ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     fence_regs(pf.hi);
