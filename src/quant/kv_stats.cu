@@ -36,48 +36,64 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
   const int S = x.seqlen;
   const int s0 = (group * kGroupChunks + slot) * kChunk;
   const uint16_t* src = x.data + b * x.stride_b + head * x.stride_h + 8 * lane;
-  uint32_t mask[kValues / 2];
-  if constexpr (kRotate) sign_masks<kL>(neg, lane, mask);
+  __shared__ SignTable<kL> signs;
+  if constexpr (kRotate) {
+    fill_sign_table<kL>(neg, signs);
+    __syncthreads();
+  }
 
   float sum[kValues], mx[kValues], mn[kValues];
 #pragma unroll
   for (int v = 0; v < kValues; ++v) sum[v] = 0.0f, mx[v] = -INFINITY, mn[v] = INFINITY;
   // A ring of kInFlight keys: the load of key t + kInFlight is issued as key t is converted, so
-  // that kInFlight keys (128 bytes per thread) are always in flight.
+  // that kInFlight keys (128 bytes per thread) are always in flight. Keys are addressed by a
+  // pointer advanced one key at a time; bounds are checked only in a group that reaches the end
+  // (kTail).
   uint4 raw[kInFlight][kChunks];
-  auto load = [&](int t, int slot_in_ring) {
-    const int s = s0 + t;
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) {
-      raw[slot_in_ring][hi] = s < S ? ld_u32x4_here(src + s * x.stride_s + Lanes::channel(hi, 0, 0))
-                                    : make_uint4(0, 0, 0, 0);
-    }
-  };
-#pragma unroll
-  for (int u = 0; u < kInFlight; ++u) load(u, u);
-#pragma unroll 1
-  for (int t0 = 0; t0 < kChunk; t0 += kInFlight) {
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u) {
-      float v[kValues];
+  auto chunk = [&]<bool kTail>() {
+    const uint16_t* next = src + s0 * x.stride_s;  // key s0 + (keys loaded so far)
+    auto load = [&](int t, int slot_in_ring) {
 #pragma unroll
       for (int hi = 0; hi < kChunks; ++hi) {
-        if constexpr (kRotate) {
-          bf16x8_to_float_signed(raw[u][hi], &mask[4 * hi], &v[8 * hi]);
-        } else {
-          bf16x8_to_float(raw[u][hi], &v[8 * hi]);
-        }
+        raw[slot_in_ring][hi] = !kTail || s0 + t < S
+                                    ? ld_u32x4_here(next + Lanes::channel(hi, 0, 0))
+                                    : make_uint4(0, 0, 0, 0);
       }
-      if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
-      if constexpr (kRotate) hadamard_lanes<kL>(v, lane);  // every lane: shuffles
-      if (s0 + t0 + u < S) {
+      next += x.stride_s;
+    };
 #pragma unroll
-        for (int i = 0; i < kValues; ++i) {
-          sum[i] = __fadd_rn(sum[i], v[i]);
-          if constexpr (kMinMax) mx[i] = fmaxf(mx[i], v[i]), mn[i] = fminf(mn[i], v[i]);
+    for (int u = 0; u < kInFlight; ++u) load(u, u);
+#pragma unroll 1
+    for (int t0 = 0; t0 < kChunk; t0 += kInFlight) {
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        float v[kValues];
+#pragma unroll
+        for (int hi = 0; hi < kChunks; ++hi) {
+          if constexpr (kRotate) {
+            uint32_t mask[4];
+            sign_masks_here<kL>(signs, lane, hi, mask);
+            bf16x8_to_float_signed(raw[u][hi], mask, &v[8 * hi]);
+          } else {
+            bf16x8_to_float(raw[u][hi], &v[8 * hi]);
+          }
+        }
+        if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
+        if constexpr (kRotate) hadamard_lanes<kL>(v, lane);  // every lane: shuffles
+        if (!kTail || s0 + t0 + u < S) {
+#pragma unroll
+          for (int i = 0; i < kValues; ++i) {
+            sum[i] = __fadd_rn(sum[i], v[i]);
+            if constexpr (kMinMax) mx[i] = fmaxf(mx[i], v[i]), mn[i] = fminf(mn[i], v[i]);
+          }
         }
       }
     }
+  };
+  if ((group + 1) * kGroupChunks * kChunk <= S) {
+    chunk.template operator()<false>();
+  } else {
+    chunk.template operator()<true>();
   }
   auto put = [&](float* row, const float* v) {  // 8 channels from Lanes::channel(hi, lane, 0)
     reinterpret_cast<float4*>(row)[0] = make_float4(v[0], v[1], v[2], v[3]);

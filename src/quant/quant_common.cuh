@@ -114,25 +114,41 @@ __device__ __forceinline__ void ld_f32x8_here(const float* p, float* out) {
 
 // --- Rows held by L consecutive lanes (quant/lanes.h: which channels each lane holds) ---------
 
-// The sign-flip masks of this lane's values (pair words as bf16x8_to_float_signed takes them):
-// bit c of neg[c / 32] set = channel c negated.
+// The sign-flip masks of RowLanes<L>, one table per CTA in shared memory: word p of m[lane][hi]
+// negates channels RowLanes<L>::channel(hi, lane, 2p) and + 1 (bits 15 and 31, as
+// bf16x8_to_float_signed takes them). Loaded per run of 8 channels where it is used
+// (sign_masks_here): held in registers across a loop, 16 masks cost the compiler either
+// registers or a recomputation from the seed's bits in every iteration (5 instructions a word).
 template <int L>
-__device__ __forceinline__ void sign_masks(const uint32_t (&neg)[4], int lane,
-                                           uint32_t (&mask)[RowLanes<L>::kValues / 2]) {
-#pragma unroll
-  for (int hi = 0; hi < RowLanes<L>::kChunks; ++hi) {
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const int c = RowLanes<L>::channel(hi, lane, 2 * p);
-      const int word = c >> 5;
-      uint32_t w = neg[0];
-      w = word == 1 ? neg[1] : w;
-      w = word == 2 ? neg[2] : w;
-      w = word == 3 ? neg[3] : w;
-      const uint32_t bits = (w >> (c & 31)) & 3u;  // c even: c and c + 1 in the same word
-      mask[hi * 4 + p] = ((bits & 1u) << 15) | ((bits & 2u) << 30);
-    }
-  }
+struct SignTable {
+  uint4 m[L][RowLanes<L>::kChunks];
+};
+
+// Threads 0 .. 4 L kChunks - 1 write one word each; the caller synchronizes before reading.
+template <int L>
+__device__ __forceinline__ void fill_sign_table(const uint32_t (&neg)[4], SignTable<L>& t) {
+  constexpr int kWords = 4 * L * RowLanes<L>::kChunks;
+  const int i = static_cast<int>(threadIdx.x);
+  if (i >= kWords) return;
+  const int lane = i / (4 * RowLanes<L>::kChunks), hi = (i / 4) % RowLanes<L>::kChunks, p = i % 4;
+  const int c = RowLanes<L>::channel(hi, lane, 2 * p);
+  const int word = c >> 5;  // selects: a dynamic index could put neg in local memory
+  uint32_t w = neg[0];
+  w = word == 1 ? neg[1] : w;
+  w = word == 2 ? neg[2] : w;
+  w = word == 3 ? neg[3] : w;
+  const uint32_t bits = (w >> (c & 31)) & 3u;  // c even: c and c + 1 in the same word
+  reinterpret_cast<uint32_t*>(&t.m[lane][hi])[p] = ((bits & 1u) << 15) | ((bits & 2u) << 30);
+}
+
+// The 4 mask words of run hi of this lane, loaded here (volatile: not hoisted out of a loop).
+template <int L>
+__device__ __forceinline__ void sign_masks_here(const SignTable<L>& t, int lane, int hi,
+                                                uint32_t (&mask)[4]) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(&t.m[lane][hi]));
+  asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(mask[0]), "=r"(mask[1]), "=r"(mask[2]), "=r"(mask[3])
+               : "r"(addr));
 }
 
 // The Walsh-Hadamard butterflies (after the sign flips) on a row held by L consecutive lanes,

@@ -53,16 +53,27 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
   // This thread's row of pass p: s_first + p * kRowsPerPass.
   const int s_first = t.tile * kTileRows<kScale> + static_cast<int>(threadIdx.x) / kL;
 
-  auto load = [&](int s, uint4 (&raw)[kChunks]) {
+  // Row s, whose first element this lane reads is `row` (= row_ptr(s)); zeros past the end
+  // (checked only in a tile that reaches the end).
+  auto load = [&]<bool kTail>(int s, const uint16_t* row, uint4 (&raw)[kChunks]) {
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
-      raw[hi] = s < S ? ld_u32x4_here(src + s * a.x.stride_s + Lanes::channel(hi, 0, 0))
-                      : make_uint4(0, 0, 0, 0);
+      raw[hi] = !kTail || s < S ? ld_u32x4_here(row + Lanes::channel(hi, 0, 0))
+                                : make_uint4(0, 0, 0, 0);
     }
   };
+  auto row_ptr = [&](int s) { return src + s * a.x.stride_s; };
+  auto out_ptr = [&](int s) {
+    return a.out + ((static_cast<int64_t>(t.b) * S + s) * a.x.heads + t.head) * kHeadDim;
+  };
+  float* const lse_row = a.lse_bias != nullptr ? a.lse_bias + bh * S : nullptr;
+  float* const descale_row = a.descale_per_row ? a.descale + bh * S : nullptr;
 
-  uint32_t mask[kValues / 2];
-  if constexpr (kRotate) sign_masks<kL>(a.negate_bits, lane, mask);
+  __shared__ SignTable<kL> signs;
+  if constexpr (kRotate) {
+    fill_sign_table<kL>(a.negate_bits, signs);
+    __syncthreads();
+  }
   // K's mean and Q's k_mean (per (b, h), 512 bytes: L1 hits) are loaded per run where they are
   // used, not held in 32 registers across the tile.
   const float* mean = a.mean != nullptr ? a.mean + bh * kHeadDim : nullptr;
@@ -77,15 +88,17 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
       if constexpr (kRotate) {
-        bf16x8_to_float_signed(raw[hi], &mask[4 * hi], &x[8 * hi]);
+        uint32_t mask[4];
+        sign_masks_here<kL>(signs, lane, hi, mask);
+        bf16x8_to_float_signed(raw[hi], mask, &x[8 * hi]);
       } else {
         bf16x8_to_float(raw[hi], &x[8 * hi]);
       }
     }
   };
 
-  // Row s: rotation, smoothing (K), lse_bias (Q).
-  auto transform = [&](int s, float (&x)[kValues]) {
+  // Row s (valid: s < S): rotation, smoothing (K), lse_bias (Q).
+  auto transform = [&](int s, bool valid, float (&x)[kValues]) {
     if constexpr (kRotate) hadamard_lanes<kL>(x, lane);
     if (mean != nullptr) {
 #pragma unroll
@@ -96,7 +109,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         for (int j = 0; j < 8; ++j) x[8 * hi + j] = __fsub_rn(x[8 * hi + j], m[j]);
       }
     }
-    if (a.lse_bias != nullptr) {
+    if (lse_row != nullptr) {
       // model/prepass.cc lse_dot_128: chain g = 4 hi + lane over this lane's run hi; the lane's
       // four chains (s_lane, s_4+lane, s_8+lane, s_12+lane) pairwise, then across the 4 lanes.
       float dot = 0.0f;
@@ -117,13 +130,13 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         if constexpr (kRotate) dot = __fmul_rn(dot, kHadamardDescale);
         dot = __fmul_rn(a.softmax_scale, dot);
       }
-      if (lane == 0 && s < S) a.lse_bias[bh * S + s] = dot;
+      if (lane == 0 && valid) lse_row[s] = dot;
     }
   };
 
-  auto row_amax = [&](int s, const float (&x)[kValues]) {
+  auto row_amax = [&](bool valid, const float (&x)[kValues]) {
     float m = 0.0f;
-    if (s < S) {
+    if (valid) {
 #pragma unroll
       for (int v = 0; v < kValues; ++v) m = fmaxf(m, fabsf(x[v]));
     }
@@ -132,14 +145,14 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     return m;
   };
 
-  auto store = [&](int s, const float (&x)[kValues], const GroupScale& g) {
-    if (s >= S) return;
-    uint8_t* dst = a.out + ((static_cast<int64_t>(t.b) * S + s) * a.x.heads + t.head) * kHeadDim;
+  // Row s to dst = out_ptr(s).
+  auto store = [&](int s, bool valid, uint8_t* dst, const float (&x)[kValues], const GroupScale& g) {
+    if (!valid) return;
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
       *reinterpret_cast<uint2*>(dst + Lanes::channel(hi, lane, 0)) = quantize8(&x[8 * hi], g.inv);
     }
-    if (a.descale_per_row && lane == 0) a.descale[bh * S + s] = g.descale;
+    if (descale_row != nullptr && lane == 0) descale_row[s] = g.descale;
   };
 
   if constexpr (kScale == Scale::kTile) {
@@ -148,14 +161,18 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     __shared__ float warp_amax[kThreads / 32];
     uint4 raw[kPasses][kChunks];
 #pragma unroll
-    for (int p = 0; p < kPasses; ++p) load(s_first + p * kRowsPerPass, raw[p]);
+    for (int p = 0; p < kPasses; ++p) {
+      const int s = s_first + p * kRowsPerPass;
+      load.template operator()<true>(s, row_ptr(s), raw[p]);
+    }
     float x[kPasses][kValues];
     float m = 0.0f;
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
+      const int s = s_first + p * kRowsPerPass;
       convert(raw[p], x[p]);
-      transform(s_first + p * kRowsPerPass, x[p]);
-      m = fmaxf(m, row_amax(s_first + p * kRowsPerPass, x[p]));
+      transform(s, s < S, x[p]);
+      m = fmaxf(m, row_amax(s < S, x[p]));
     }
 #pragma unroll
     for (int off = kL; off < 32; off *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
@@ -167,7 +184,10 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     GroupScale g = group_scale(m);
     g.descale = __fmul_rn(g.descale, a.descale_factor);
 #pragma unroll
-    for (int p = 0; p < kPasses; ++p) store(s_first + p * kRowsPerPass, x[p], g);
+    for (int p = 0; p < kPasses; ++p) {
+      const int s = s_first + p * kRowsPerPass;
+      store(s, s < S, out_ptr(s), x[p], g);
+    }
     if (!a.descale_per_row && threadIdx.x == 0) {
       a.descale[bh * ((S + kScaleTileRows - 1) / kScaleTileRows) + t.tile] = g.descale;
     }
@@ -175,30 +195,46 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     // One row at a time, two rows' loads in flight: row s + 2 * kRowsPerPass is loaded into the
     // registers of row s as soon as they are converted (a rolled loop: no overlap of rows, so
     // no register pressure beyond two rows).
+    // Rows are addressed by pointers advanced one pass at a time, and bounds are checked only
+    // in a tile that reaches the end (kTail).
     static_assert(kPasses % 2 == 0);
     GroupScale known{1.0f, 1.0f};
     if constexpr (kScale == Scale::kKnown) known.inv = __ldg(a.scale_inv + bh);
-    auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
-      float x[kValues];
-      convert(raw, x);
-      if (more) load(s + 2 * kRowsPerPass, raw);
-      transform(s, x);
-      GroupScale g = known;
-      if constexpr (kScale == Scale::kRow) {
-        g = group_scale(row_amax(s, x));
-        g.descale = __fmul_rn(g.descale, a.descale_factor);
-      }
-      store(s, x, g);
-    };
-    uint4 ra[kChunks], rb[kChunks];
-    load(s_first, ra);
-    load(s_first + kRowsPerPass, rb);
+    auto rolled = [&]<bool kTail>() {
+      const int64_t in_step = kRowsPerPass * a.x.stride_s;
+      const int64_t out_step = static_cast<int64_t>(kRowsPerPass) * a.x.heads * kHeadDim;
+      const uint16_t* next = row_ptr(s_first + 2 * kRowsPerPass);  // the next row to load
+      uint8_t* dst = out_ptr(s_first);
+      auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
+        const bool valid = !kTail || s < S;
+        float x[kValues];
+        convert(raw, x);
+        if (more) load.template operator()<kTail>(s + 2 * kRowsPerPass, next, raw);
+        next += in_step;
+        transform(s, valid, x);
+        GroupScale g = known;
+        if constexpr (kScale == Scale::kRow) {
+          g = group_scale(row_amax(valid, x));
+          g.descale = __fmul_rn(g.descale, a.descale_factor);
+        }
+        store(s, valid, dst, x, g);
+        dst += out_step;
+      };
+      uint4 ra[kChunks], rb[kChunks];
+      load.template operator()<kTail>(s_first, row_ptr(s_first), ra);
+      load.template operator()<kTail>(s_first + kRowsPerPass, row_ptr(s_first + kRowsPerPass), rb);
 #pragma unroll 1
-    for (int p = 0; p < kPasses; p += 2) {
-      const int s = s_first + p * kRowsPerPass;
-      const bool more = p + 2 < kPasses;
-      step(s, ra, more);
-      step(s + kRowsPerPass, rb, more);
+      for (int p = 0; p < kPasses; p += 2) {
+        const int s = s_first + p * kRowsPerPass;
+        const bool more = p + 2 < kPasses;
+        step(s, ra, more);
+        step(s + kRowsPerPass, rb, more);
+      }
+    };
+    if ((t.tile + 1) * kTileRows<kScale> <= S) {
+      rolled.template operator()<false>();
+    } else {
+      rolled.template operator()<true>();
     }
   }
 }

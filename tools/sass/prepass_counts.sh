@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Static SASS of the pre-pass kernels at a commit (no GPU): compiles src/quant/{kv_stats,
+# quantize_q,quantize_kv}.cu for sm_90a from `git archive REV` and prints, per kernel, its
+# registers/spills and the opcode histogram of its loops (tools/sass/loops.py).
+#   tools/sass/prepass_counts.sh [REV]   (default: the working tree)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REV=${1:-}
+CUOBJDUMP=${CUOBJDUMP:-/work/main/.cache/triton-bin/triton/backends/nvidia/bin/cuobjdump}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [[ -n "$REV" ]]; then
+  git archive "$REV" include src tools/sass | tar -x -C "$tmp"
+else
+  cp -r include src tools "$tmp/"
+fi
+echo "# pre-pass SASS, sm_90a, $(nvcc --version | tail -1)"
+echo "# source: ${REV:-working tree at $(git rev-parse --short=12 HEAD)}"
+for f in kv_stats quantize_q quantize_kv; do
+  nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
+    -Xptxas=-v -I"$tmp/include" -I"$tmp/src" -cubin -o "$tmp/$f.cubin" "$tmp/src/quant/$f.cu" \
+    2> "$tmp/$f.ptxas"
+  "$CUOBJDUMP" -sass "$tmp/$f.cubin" > "$tmp/$f.sass" 2>/dev/null
+  python3 - "$tmp/$f.sass" "$tmp/$f.ptxas" "$tmp/tools/sass/loops.py" <<'PY'
+import re, subprocess, sys
+sass, ptxas, loops = sys.argv[1:4]
+res = {}
+cur = None
+for ln in open(ptxas):
+    m = re.search(r"Compiling entry function '(\S+)'", ln) or re.search(r"Function properties for (\S+)", ln)
+    if m:
+        cur = m.group(1)
+        continue
+    if cur and ("registers" in ln or "spill" in ln):
+        res.setdefault(cur, []).append(ln.strip().replace("ptxas info    : ", ""))
+parts = re.split(r"\n\s+Function : (\S+)\n", open(sass).read())
+for i in range(1, len(parts), 2):
+    name, body = parts[i], parts[i + 1]
+    short = re.sub(r"_ZN7fp8attn5quant\d+_GLOBAL__N__\w+?_\d+_\w+?_cu_\w{8}\d+", "", name)
+    n = len(re.findall(r"/\*[0-9a-f]{4,}\*/\s+[^;]*;", body))
+    print(f"== {short}: {n} instructions")
+    for r in res.get(name, []):
+        print("   " + r)
+    path = sass + ".one"
+    open(path, "w").write(body)
+    sys.stdout.flush()
+    subprocess.run([sys.executable, loops, path, "--min", "300"], check=True)
+PY
+done
