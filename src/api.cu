@@ -213,6 +213,8 @@ const KnobSettings& knob_settings() {
                   : v == "ablate-nosoftmax" ? fp8attn::attn::kAblateNoSoftmax
                   : v == "ablate-noexp"     ? fp8attn::attn::kAblateNoExp
                   : v == "ablate-nopv"      ? fp8attn::attn::kAblateNoPV
+                  : v == "ablate-nomask"    ? fp8attn::attn::kAblateNoMask
+                  : v == "ablate-noepilogue" ? fp8attn::attn::kAblateNoEpilogue
                                             : fp8attn::attn::kVariantTcRowSum;
     }
     return s;
@@ -426,6 +428,8 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
     case kAblateNoSoftmax: return launch<Config<P, false, 192, 2, 0, kAblateNoSoftmax>>(*params, dev_info, st);
     case kAblateNoExp: return launch<Config<P, false, 192, 2, 0, kAblateNoExp>>(*params, dev_info, st);
     case kAblateNoPV: return launch<Config<P, false, 192, 2, 0, kAblateNoPV>>(*params, dev_info, st);
+    case kAblateNoMask: return launch<Config<P, false, 192, 2, 0, kAblateNoMask>>(*params, dev_info, st);
+    case kAblateNoEpilogue: return launch<Config<P, false, 192, 2, 0, kAblateNoEpilogue>>(*params, dev_info, st);
     case kVariantDefault: return launch<Config<P, false, 192, 2>>(*params, dev_info, st);
     default: return launch<Config<P, false, 192, 2, 0, kVariantTcRowSum>>(*params, dev_info, st);
   }

@@ -21,7 +21,14 @@ enum Variant : int {
   kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
   kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)
   kAblateNoPV = 13,       // the P V wgmma is not issued
+  // On top of kVariantTcRowSum (perf-log v12: what a tile's fixed costs are):
+  kAblateNoMask = 14,      // causal diagonal blocks take the unmasked path
+  kAblateNoEpilogue = 15,  // O is not stored (LSE still is)
 };
+// l from the tensor core in these variants.
+constexpr bool tc_rowsum(int variant) {
+  return variant == kVariantTcRowSum || variant == kAblateNoMask || variant == kAblateNoEpilogue;
+}
 
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, int kPolyExpEvery_ = 0,
           int kVariant_ = kVariantDefault>
@@ -75,7 +82,7 @@ struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
   // E4M3 ones (0x38): the B operand of the row-sum wgmma (kVariantTcRowSum). Any layout reads 1.
-  alignas(1024) uint8_t ones[Cfg::kVariant == kVariantTcRowSum ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
+  alignas(1024) uint8_t ones[tc_rowsum(Cfg::kVariant) ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
   uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];

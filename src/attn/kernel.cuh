@@ -294,7 +294,8 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
       float x0 = o[4 * i + 2 * r] * vd[2 * i] * inv_l[r] + ob[2 * i];
       float x1 = o[4 * i + 2 * r + 1] * vd[2 * i + 1] * inv_l[r] + ob[2 * i + 1];
       if (empty) x0 = x1 = 0.f;
-      *reinterpret_cast<__nv_bfloat162*>(out + c) = __floats2bfloat162_rn(x0, x1);
+      if constexpr (Cfg::kVariant != kAblateNoEpilogue)
+        *reinterpret_cast<__nv_bfloat162*>(out + c) = __floats2bfloat162_rn(x0, x1);
     }
     if (p.lse && q4 == 0) {
       const int64_t li = (static_cast<int64_t>(tile.batch) * p.heads + tile.head) * p.seqlen_q + row;
@@ -404,7 +405,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     release(&sm.k_empty[KV::stage_of(it_k)]);
     ++it_k;
     block_scale(n, scale);
-    if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
+    if (n >= kr.n_mask_lo && Cfg::kVariant != kAblateNoMask) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
     else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
     Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
 
@@ -430,7 +431,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       block_scale(n, scale);
       // The two halves apart: only the max half differs between masked and unmasked blocks, so
       // the exp half is one copy of code after the branch (the SASS that was measured).
-      if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      if (n >= kr.n_mask_lo && Cfg::kVariant != kAblateNoMask) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
       else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
       softmax.step_exp(s, scale);
 

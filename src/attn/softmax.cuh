@@ -55,7 +55,7 @@ struct OnlineSoftmax {
     }
   }
 
-  static constexpr bool kTcRowSum = kVariant == kVariantTcRowSum;
+  static constexpr bool kTcRowSum = tc_rowsum(kVariant);
   float neg_bias_[2];  // between step_max and step_exp: 8 - m (m = 0 while a row has seen no key)
 
   // One key block: updates m and l, turns S into p = exp2(S * scale - (m - 8)) in place (FP32),

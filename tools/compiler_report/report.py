@@ -93,7 +93,8 @@ def main():
             return n
         p, two, bn, st, poly, variant = m.groups()
         names = {"0": "fp32-rowsum", "2": "tc-rowsum", "11": "ablate-nosoftmax(timing only)",
-                 "12": "ablate-noexp(timing only)", "13": "ablate-nopv(timing only)"}
+                 "12": "ablate-noexp(timing only)", "13": "ablate-nopv(timing only)",
+                 "14": "ablate-nomask(timing only)", "15": "ablate-noepilogue(timing only)"}
         return (f"P={'e4m3' if p == '0' else 'e4m3_hilo'} accumulation={'two-level' if two == '1' else 'one-level'} "
                 f"block_n={bn} stages={st} poly_exp_every={poly} variant={names.get(variant, variant)}")
 
