@@ -19,6 +19,9 @@ for c in 1 0; do
     echo "[v12  c=$c] $(timeout 60 $P 2 8192 8192 32 32 $c 100 4 0 2>&1)"
   done
   echo "[v12 gqa 32/8 c=$c] $(timeout 60 $P 2 8192 8192 32 8 $c 100 4 0 2>&1)"
+  for v in ablate-nomask ablate-noepilogue; do
+    echo "[v12 $v c=$c] $(FP8ATTN_VARIANT=$v timeout 60 $P 2 8192 8192 32 32 $c 100 4 0 2>&1)"
+  done
   echo "[v12 hilo c=$c] $(timeout 60 $P 2 8192 8192 32 32 $c 100 4 1 2>&1)"
   probe_sdpa $c
 done
