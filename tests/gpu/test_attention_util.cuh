@@ -329,7 +329,8 @@ struct Output {
 };
 
 // The kernel's documented numerics (src/attn/softmax.cuh) in host FP32, with the dispatch's
-// choices (kernel_choice): blocks of block_n keys last to first, p = exp2(S*scale - (m - 8)),
+// choices (kernel_choice): blocks of block_n keys last to first, the running max m moving only
+// past the slack (FP8ATTN_RESCALE_SLACK_LOG2), p = exp2(S*scale - (m - FP8ATTN_P_OFFSET_LOG2)),
 // P rounded to E4M3 (hi + lo for E4M3_HILO), O one-level (O = O*alpha, then P V added) or
 // two-level (P V into a fresh accumulator, then O = O*alpha + it), l = l*alpha + the block's sum
 // of the rounded P (E4M3: what the kernel's tensor core sums) or of the FP32 p (hi+lo), O/l
@@ -367,9 +368,10 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
         sc[j - j0] = static_cast<float>(acc);
         mx = std::max(mx, sc[j - j0]);
       }
-      const float m_new = std::max(m, mx * scale);
+      const float cand = std::max(m, mx * scale);
+      const float m_new = cand > m + FP8ATTN_RESCALE_SLACK_LOG2 ? cand : m;  // every block sees a key
       const float alpha = std::exp2(m - m_new);
-      const float neg_bias = 8.f - m_new;
+      const float neg_bias = FP8ATTN_P_OFFSET_LOG2 - m_new;
       float sum = 0.f;
       if (kc.two_level) std::fill(ob.begin(), ob.end(), 0.f);
       else
@@ -397,7 +399,7 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
       if (pre_bf16) (*pre_bf16)[o0 + c] = x;
       out.o_bits[o0 + c] = model::float_to_bf16(x);
     }
-    float lse = l > 0.f ? (m + std::log2(l) - 8.f) * 0.69314718055994531f : -INFINITY;
+    float lse = l > 0.f ? (m + std::log2(l) - FP8ATTN_P_OFFSET_LOG2) * 0.69314718055994531f : -INFINITY;
     if (l > 0.f && !p.lse_bias.empty()) lse += p.lse_bias[li];
     out.lse[li] = lse;
   });
