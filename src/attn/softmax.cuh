@@ -9,7 +9,8 @@
 //   m'    = max(m, rowmax(S) * scale)                       running max, log2 units
 //   p     = exp2(S * scale - (m' - 8))                      P in [0, 256]: E4M3 keeps small p
 //   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
-//           match, so no register shuffles are needed)
+//           match, so no register shuffles are needed); FP8ATTN_P_FP16: P16 = fp16(p), whose
+//           A-fragment order is the accumulator's (to_f16_fragments)
 //   l'    = l * exp2(m - m') + rowsum(p)    FP32 p, before rounding; each thread sums its keys
 //                                           in four interleaved partial sums (key group % 4)
 //                                           (kTcRowSum: rowsum(P8), the rounded P, from the
@@ -161,6 +162,17 @@ struct OnlineSoftmax {
         }
       }
     }
+  }
+
+  // p (FP32, accumulator layout) -> FP16 A-fragments of the m64nNk16 PV wgmma (FP8ATTN_P_FP16).
+  // With 16-bit A the accumulator layout is the A-fragment layout (the PTX ISA's m64nNk16 A
+  // fragment, as mma.m16n8k16's, per warp): k-step j (keys 16j..16j+15) takes registers 4j+r =
+  // {s[8j+2r], s[8j+2r+1]}: r = 0 row r0 keys 16j+2q+{0,1}, r = 1 row r0+8 same keys, r = 2 row r0
+  // keys 16j+8+2q+{0,1}, r = 3 row r0+8 (q = lane % 4). So register i is simply s[2i], s[2i+1],
+  // in natural key order: V is un-permuted when it is converted to FP16.
+  __device__ __forceinline__ static void to_f16_fragments(const float (&s)[kRegs], uint32_t (&p)[kBlockN / 4]) {
+#pragma unroll
+    for (int i = 0; i < kBlockN / 4; ++i) p[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
   }
 
   // End of the tile: reduces l over the quad. Returns 1/l (0 for a row that saw no key).
