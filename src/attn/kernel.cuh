@@ -20,6 +20,7 @@
 #include "attn/params.h"
 #include "attn/scheduler.cuh"
 #include "attn/softmax.cuh"
+#include "attn/v16_layout.h"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/warpgroup.cuh"
@@ -105,21 +106,20 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
 // slot to be free (v16_empty: the PV that read it has completed), convert, release the E4M3
 // slot (v_empty) and publish the FP16 one (v16_full). No scaling: V's descale stays in the
 // epilogue (E4M3 -> FP16 is exact).
-//   in : v[s]   2 atoms x [128 channels][64 positions] E4M3, 64-byte rows, 64-byte swizzle (16-byte
-//                chunk bits [4,6) ^= address bits [7,9)); positions permuted per 32-key group
-//                (fp8attn_vt_key_at): 4 bytes at position 4q of a 16-position half hold keys
-//                2q, 2q+1, 8+2q, 9+2q of that half
-//   out: v16[s] 2 halves x [128 channels][64 keys] FP16, 128-byte rows, 128-byte swizzle (chunk
-//                bits [4,7) ^= address bits [7,10)), keys in natural order: the K-major B operand
-//                of the m64n128k16 FP16 wgmma
+//   in : v[s]   2 atoms x [128 channels][64 positions] E4M3, 64-byte rows, 64-byte swizzle;
+//                positions permuted per 32-key group (fp8attn_vt_key_at)
+//   out: v16[s] 2 halves x [128 channels][64 keys] FP16, 128-byte rows, 128-byte swizzle, keys in
+//                natural order: the K-major B operand of the m64n128k16 FP16 wgmma
 // One 16-byte input chunk (16 positions of one channel) -> two 16-byte output chunks (keys 0-7 and
-// 8-15 of that half): the low two bytes of each word give keys 2q, 2q+1, the high two 8+2q, 9+2q.
+// 8-15 of that half). The index arithmetic is attn/v16_layout.h's (replayed on the CPU by
+// tests/cpu/test_v16_layout.cc).
 template <class Cfg>
 __device__ __forceinline__ void v_converter(const KernelParams& p, SharedStorage<Cfg>& sm) {
   constexpr int kThreads = 32 * Cfg::kConverterWarps;
-  constexpr int kChunksPerRow = Cfg::kVAtomKeys / 16;                           // 4
-  constexpr int kChunks = Cfg::kVAtoms * Cfg::kHeadDim * kChunksPerRow;         // 1024 per block
-  static_assert(Cfg::kVAtomKeys == Cfg::kV16HalfKeys, "one E4M3 atom -> one FP16 half");
+  constexpr int kChunks = Cfg::kVAtoms * Cfg::kHeadDim * v16::kInChunksPerRow;  // 1024 per block
+  static_assert(Cfg::kVAtomKeys == v16::kAtomKeys && Cfg::kV16HalfKeys == v16::kAtomKeys &&
+                    Cfg::kVAtomBytes == v16::kAtomBytes && Cfg::kV16HalfBytes == v16::kHalfBytes,
+                "one E4M3 atom -> one FP16 half, as v16_layout.h says");
   const int t = static_cast<int>(threadIdx.x) - 32;
   const bool leader = threadIdx.x % 32 == 0;
   PipelineState<Cfg::kStages> kv;  // in step with the producer's K/V ring
@@ -140,11 +140,9 @@ __device__ __forceinline__ void v_converter(const KernelParams& p, SharedStorage
       uint8_t* dst = sm.v16[kv.stage];
 #pragma unroll 2
       for (int i = t; i < kChunks; i += kThreads) {
-        const int a = i / (Cfg::kHeadDim * kChunksPerRow);  // atom = FP16 half
-        const int c = (i / kChunksPerRow) % Cfg::kHeadDim;  // channel
-        const int j = i % kChunksPerRow;                    // 16-key chunk in the atom
-        const uint4 w = *reinterpret_cast<const uint4*>(src + a * Cfg::kVAtomBytes + c * Cfg::kVAtomKeys +
-                                                        ((j ^ ((c >> 1) & 3)) << 4));
+        const v16::Chunk ch = v16::chunk_of(i);  // atom (= FP16 half), channel, 16-position chunk
+        const uint4 w = *reinterpret_cast<const uint4*>(src + ch.atom * v16::kAtomBytes +
+                                                        v16::in_offset(ch.channel, ch.j));
         uint4 lo, hi;
         lo.x = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.x & 0xFFFF));
         lo.y = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.y & 0xFFFF));
@@ -154,9 +152,9 @@ __device__ __forceinline__ void v_converter(const KernelParams& p, SharedStorage
         hi.y = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.y >> 16));
         hi.z = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.z >> 16));
         hi.w = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.w >> 16));
-        uint8_t* row = dst + a * Cfg::kV16HalfBytes + c * 128;
-        *reinterpret_cast<uint4*>(row + (((2 * j) ^ (c & 7)) << 4)) = lo;
-        *reinterpret_cast<uint4*>(row + (((2 * j + 1) ^ (c & 7)) << 4)) = hi;
+        uint8_t* half = dst + ch.atom * v16::kHalfBytes;
+        *reinterpret_cast<uint4*>(half + v16::out_offset(ch.channel, v16::out_chunk_lo(ch.j))) = lo;
+        *reinterpret_cast<uint4*>(half + v16::out_offset(ch.channel, v16::out_chunk_hi(ch.j))) = hi;
       }
       ptx::fence_proxy_async_shared();  // this thread's FP16 stores -> visible to the wgmma
       __syncwarp();
