@@ -306,6 +306,7 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   // The shared-memory opt-in is a property of the kernel in each device's context: set it once
   // per (instantiation, device), so that a process driving several GPUs launches on all of them.
   constexpr int kSmem = sizeof(SharedStorage<Cfg>) + 1024;
+  static_assert(kSmem <= 227 * 1024, "shared memory beyond the sm_90 opt-in maximum (227 KiB)");
   constexpr int kMaxDevices = 64;
   static std::once_flag once[kMaxDevices];
   static cudaError_t attr_err[kMaxDevices] = {};
