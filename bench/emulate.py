@@ -48,7 +48,9 @@ def fp8attn_emulated(qz, causal: bool, p_precision: int = 0, block_n: int = 128)
         p8 = _e4m3(p)
         if p_precision == 1:
             p8 = p8 + _e4m3(p - p8)
-        l = l * alpha + (p if p_precision == 1 else p8).sum(dim=-1, keepdim=True)
+        if p_precision == 2:  # FP16 P; l from the FP32 p as hi+lo
+            p8 = p.half().float()
+        l = l * alpha + (p if p_precision in (1, 2) else p8).sum(dim=-1, keepdim=True)
         o = o * alpha + p8 @ vh[:, :, k0:k1]
         m = m_new
     visible = l > 0

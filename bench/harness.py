@@ -103,6 +103,7 @@ def dry_run_methods():
 
     acc = {"fp8attn": ("fp8", lambda qz, c: emulate.fp8attn_emulated(qz, c, 0)),
            "fp8attn_p_hilo": ("fp8", lambda qz, c: emulate.fp8attn_emulated(qz, c, 1)),
+           "fp8attn_p_fp16": ("fp8", lambda qz, c: emulate.fp8attn_emulated(qz, c, 2)),
            "sdpa_cudnn_bf16": ("bf16", sdpa_math), "sdpa_flash_bf16": ("bf16", sdpa_math)}
     spd = {name: (lambda fn: lambda shape, inp: (lambda: fn(inp["quantized"], shape.causal)))(f[1])
            for name, f in acc.items() if f[0] == "fp8"}

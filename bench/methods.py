@@ -10,7 +10,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from fp8attn import _abi, ops
 
-FP8_METHODS = {"fp8attn": _abi.P_E4M3, "fp8attn_p_hilo": _abi.P_E4M3_HILO}
+FP8_METHODS = {"fp8attn": _abi.P_E4M3, "fp8attn_p_hilo": _abi.P_E4M3_HILO,
+               "fp8attn_p_fp16": _abi.P_FP16}
 SDPA_METHODS = {"sdpa_cudnn_bf16": SDPBackend.CUDNN_ATTENTION,
                 "sdpa_flash_bf16": SDPBackend.FLASH_ATTENTION}
 

@@ -21,6 +21,24 @@ Tensor decode(const uint8_t* codes, int b, int s, int h) {
 FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block) {
   const bool hilo = p_precision == FP8ATTN_P_E4M3_HILO;
   FlashNumerics nm;
+  if (p_precision == FP8ATTN_P_FP16) {
+    // FP16 P against V up-converted to FP16 (exact): one-level over 128-key blocks, the FP16
+    // wgmma accumulating in FP32 (not the FP8 accumulator model: that is for the QK^T, still
+    // FP8), l the FP32 sum of the unrounded p.
+    nm.block_n = 128;
+    nm.last_to_first = true;
+    nm.p_format = Format::FP16;
+    nm.p_hilo = false;
+    nm.p_offset_log2 = FP8ATTN_P_OFFSET_LOG2;  // the kernel's softmax is the same for every P
+    nm.rescale_slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
+    nm.l_from_rounded_p = false;
+    nm.acc_qk = acc;
+    nm.acc_pv = Accumulator::kFP32;
+    nm.two_level = false;
+    nm.exp2_ftz = true;
+    nm.o_format = Format::BF16;
+    return nm;
+  }
   nm.block_n = (hilo || k_descale_per_block) ? FP8ATTN_K_SCALE_BLOCK : 192;
   nm.last_to_first = true;
   nm.p_format = Format::E4M3;
@@ -43,7 +61,8 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
       in.heads % in.heads_kv != 0 || in.seqlen_q < 0 || in.seqlen_k < 0) {
     throw std::invalid_argument("kernel_mirror_forward: bad shapes or null inputs");
   }
-  if (in.p_precision != FP8ATTN_P_E4M3 && in.p_precision != FP8ATTN_P_E4M3_HILO) {
+  if (in.p_precision != FP8ATTN_P_E4M3 && in.p_precision != FP8ATTN_P_E4M3_HILO &&
+      in.p_precision != FP8ATTN_P_FP16) {
     throw std::invalid_argument("kernel_mirror_forward: unknown p_precision");
   }
   const Tensor q = decode(in.q, in.batch, in.seqlen_q, in.heads);

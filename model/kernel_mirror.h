@@ -43,7 +43,8 @@ struct KernelMirrorInputs {
   float softmax_scale = 0.0f;        // 0: 1/sqrt(128)
   bool causal = false;
   int p_precision = FP8ATTN_P_E4M3;  // FP8ATTN_P_E4M3_HILO: P = e4m3(p) + e4m3(p - e4m3(p)),
-                                     // both unscaled, summed by two PV products per block
+                                     // both unscaled, summed by two PV products per block;
+                                     // FP8ATTN_P_FP16: P = fp16(p), V in FP16 (exact)
   Accumulator accumulator = Accumulator::kFP32;  // of both products
   // How the kernel was called: k_descale with kd_stride_blk != 0 (per 128-key block) or one value
   // per (b, h_kv). The kernel picks its tiling from it (src/api.cu): E4M3 P with per-head K
@@ -63,7 +64,9 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
 // The kernel's numerics as FlashNumerics (for schemes that reuse them), following the kernel's
 // default dispatch (src/api.cu): E4M3 P -> one-level accumulation, l the tensor core's sum of the
 // rounded P (l_from_rounded_p), 192-key blocks (128 with per-block K descales); hi+lo P ->
-// two-level accumulation over 128-key blocks, l from the FP32 p.
+// two-level accumulation over 128-key blocks, l from the FP32 p; FP16 P -> one-level over
+// 128-key blocks, P rounded to FP16, the P V product accumulated in FP32 whatever `acc` says
+// (the FP16 wgmma), l from the FP32 p.
 FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
                               Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true);
 

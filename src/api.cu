@@ -54,7 +54,8 @@ fp8attn_status check_params(const fp8attn_fwd_params* p) {
   if (!(std::isfinite(p->softmax_scale) && p->softmax_scale > 0.f))
     return fail(bad, "softmax_scale must be finite and > 0");
   if (p->causal != 0 && p->causal != 1) return fail(bad, "causal must be 0 or 1");
-  if (p->p_precision != FP8ATTN_P_E4M3 && p->p_precision != FP8ATTN_P_E4M3_HILO)
+  if (p->p_precision != FP8ATTN_P_E4M3 && p->p_precision != FP8ATTN_P_E4M3_HILO &&
+      p->p_precision != FP8ATTN_P_FP16)
     return fail(bad, "unknown p_precision " + str(p->p_precision));
   // TMA: every stride but the innermost a positive multiple of 16 bytes (E4M3: 16 elements).
   const struct {
@@ -313,6 +314,7 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   // The shared-memory opt-in is a property of the kernel in each device's context: set it once
   // per (instantiation, device), so that a process driving several GPUs launches on all of them.
   constexpr int kSmem = sizeof(SharedStorage<Cfg>) + 1024;
+  static_assert(kSmem <= 227 * 1024, "shared memory beyond the sm_90 opt-in maximum (227 KiB)");
   constexpr int kMaxDevices = 64;
   static std::once_flag once[kMaxDevices];
   static cudaError_t attr_err[kMaxDevices] = {};
@@ -397,6 +399,11 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   const bool per_block_k = params->k_descale && params->kd_stride_blk != 0;
   const bool block128 = per_block_k || knobs.block_n == 128;
   const int poly = knobs.poly_exp_every;
+  if (params->p_precision == FP8ATTN_P_FP16) {
+    // One configuration: one-level (the FP16 wgmma accumulates in FP32), 128-key blocks (S 64 +
+    // O 64 + P 32 registers), l from the FP32 p. The accumulation/block/variant knobs do not apply.
+    return launch<Config<PPrecision::kFP16, false, 128, 2>>(*params, dev_info, st);
+  }
   if (params->p_precision == FP8ATTN_P_E4M3_HILO) {
     constexpr PPrecision P = PPrecision::kE4M3HiLo;
     if (knobs.two_level != 0) {

@@ -5,6 +5,6 @@
 
 The library is found through FP8ATTN_LIB, .carry/libfp8attn.so or build*/src/libfp8attn.so.
 """
-from ._abi import (P_E4M3, P_E4M3_HILO, Fp8AttnError, load, vt_key_at)  # noqa: F401
+from ._abi import (P_E4M3, P_E4M3_HILO, P_FP16, Fp8AttnError, load, vt_key_at)  # noqa: F401
 from .ops import attention_fwd, attention_fwd_op  # noqa: F401
 from .quantize import make_vt, quantize_per_head, vt_key_index  # noqa: F401

@@ -7,7 +7,9 @@
 namespace fp8attn::attn {
 
 // P's precision in the P @ V product (see fp8attn_p_precision in the public header).
-enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1 };
+// kFP16: P in FP16 against V up-converted to FP16 in shared memory by the producer warpgroup's
+// idle warps (see SharedStorage::v16 and v_converter in kernel.cuh).
+enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1, kFP16 = 2 };
 
 // Softmax variants (kVariant). The kAblate* variants compute WRONG results on purpose: timing
 // probes that remove one stage (tools/kernel_probe).
@@ -39,6 +41,7 @@ struct Config {
   // d = 128, so moving a share off it leaves slack for the overlap.
   static constexpr int kPolyExpEvery = kPolyExpEvery_;
   static constexpr PPrecision kP = kP_;
+  static constexpr bool kFP16P = kP == PPrecision::kFP16;
   // Two-level O accumulation (see PVAccumulator in kernel.cuh).
   static constexpr bool kTwoLevel = kTwoLevel_;
   static constexpr int kHeadDim = 128;
@@ -54,9 +57,16 @@ struct Config {
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;  // K/V pipeline depth
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
-  // setmaxnreg budget: 24 + 2 x 240 per thread of each warpgroup <= 64K registers / 128.
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  // setmaxnreg budget: producer + 2 x consumer <= 504 (the 168 registers per thread the launch
+  // allocates for 384 threads, x 3), each a multiple of 8. FP16 P: the producer warpgroup's warps
+  // 1..3 convert V to FP16 and need more than 24 (40 + 2 x 232 = 504).
+  static constexpr int kProducerRegs = kFP16P ? 40 : 24;
+  static constexpr int kConsumerRegs = kFP16P ? 232 : 240;
+  static_assert(kProducerRegs + 2 * kConsumerRegs <= 504 && kProducerRegs % 8 == 0 &&
+                    kConsumerRegs % 8 == 0,
+                "setmaxnreg: the pool is 504 registers per thread slot, in multiples of 8");
+  // FP16 P: the converter warps (producer warpgroup warps 1..3).
+  static constexpr int kConverterWarps = kFP16P ? 3 : 0;
   static constexpr int kTileBytesQ = kBlockM * kHeadDim;  // E4M3: one byte per element
   static constexpr int kTileBytesK = kBlockN * kHeadDim;
   // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
@@ -69,6 +79,13 @@ struct Config {
   static constexpr int kVAtomBytes = kHeadDim * kVAtomKeys;
   static constexpr int kVTileSmemBytes = kVAtoms * kVAtomBytes;
   static constexpr int kTileBytesV = kVTileSmemBytes;  // TMA bytes per V tile
+  // FP16 P: V in FP16, [2 halves of 64 keys][128 channels][64 keys] (128-byte rows: one 128-byte
+  // swizzle row), K-major for the FP16 wgmma's B, keys in natural order (un-permuted).
+  static constexpr int kV16HalfKeys = 64;
+  static constexpr int kV16HalfBytes = kHeadDim * kV16HalfKeys * 2;
+  static constexpr int kV16TileBytes = kFP16P ? (kBlockN / kV16HalfKeys) * kV16HalfBytes : 16;
+  static_assert(!kFP16P || (kBlockN == 128 && !kTwoLevel),
+                "FP16 P: one-level accumulation, 128-key blocks (S 64 + O 64 + P 32 registers)");
   static_assert(kHeadDim == 128, "one 128-byte swizzle atom per row: d = 128 E4M3 values");
   static_assert(kBlockN % 32 == 0, "PV consumes keys 32 at a time");
   static_assert(kBlockN == 128 || ((kBlockN == 192 || kBlockN == 224) && !kTwoLevel),
@@ -81,11 +98,15 @@ struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t q[2][Cfg::kTileBytesQ];  // double buffer: the next tile's Q loads early
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
+  // FP16 P: V converted to FP16 (Config::kV16*), a ring in step with v (16 bytes otherwise).
+  alignas(1024) uint8_t v16[Cfg::kFP16P ? Cfg::kStages : 1][Cfg::kV16TileBytes];
   // E4M3 ones (0x38): the B operand of the row-sum wgmma (kVariantTcRowSum). Any layout reads 1.
   alignas(1024) uint8_t ones[tc_rowsum(Cfg::kVariant) ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
   uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
+  // FP16 P: v16[s] written by the converter warps (full: 3 arrives) / read by the PV (empty: 8).
+  uint64_t v16_full[Cfg::kStages], v16_empty[Cfg::kStages];
   // The producer tells the consumers which tile comes next (a ring of two slots).
   Tile tile[2];  // m_block = -1: no more tiles
   uint64_t tile_full[2], tile_empty[2];

@@ -3,7 +3,9 @@
 //
 //   producer : Q tile once per tile; then K_n, V_n for n = n_hi-1 down to n_lo into a
 //              kStages-deep ring of shared-memory buffers (mbarrier full/empty pairs).
-//   consumer : per block n, S = Q K_n^T (SS wgmma) -> softmax -> P (E4M3, registers)
+//   converter: FP8ATTN_P_FP16 only: the producer warpgroup's warps 1..3 turn each E4M3 V^T block
+//              into FP16 (un-permuted keys, 128-byte swizzle) in a second ring (v16).
+//   consumer : per block n, S = Q K_n^T (SS wgmma) -> softmax -> P (E4M3 or FP16, registers)
 //              -> O_n = P V_n (RS wgmma, fresh accumulator) -> O = O * alpha + O_n.
 //              Intra-warpgroup overlap: the QK^T of block n is issued together with the PV of
 //              block n+1, so the softmax of block n runs while the PV is on the tensor cores.
@@ -18,9 +20,12 @@
 #include "attn/params.h"
 #include "attn/scheduler.cuh"
 #include "attn/softmax.cuh"
+#include "attn/v16_layout.h"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/warpgroup.cuh"
+#include "ptx/convert.cuh"
+#include "ptx/wgmma_f16.cuh"
 #include "ptx/wgmma_fp8.cuh"
 
 namespace fp8attn::attn {
@@ -97,14 +102,106 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
 }
 
 // ---------------------------------------------------------------------------------------------
+// FP16 P: V's conversion, by the producer warpgroup's warps 1..3 (96 threads, idle otherwise).
+// Per V block, in the producer's order: wait for the TMA's E4M3 V^T (v_full) and for the FP16
+// slot to be free (v16_empty: the PV that read it has completed), convert, release the E4M3
+// slot (v_empty) and publish the FP16 one (v16_full). No scaling: V's descale stays in the
+// epilogue (E4M3 -> FP16 is exact).
+//   in : v[s]   2 atoms x [128 channels][64 positions] E4M3, 64-byte rows, 64-byte swizzle;
+//                positions permuted per 32-key group (fp8attn_vt_key_at)
+//   out: v16[s] 2 halves x [128 channels][64 keys] FP16, 128-byte rows, 128-byte swizzle, keys in
+//                natural order: the K-major B operand of the m64n128k16 FP16 wgmma
+// One 16-byte input chunk (16 positions of one channel) -> two 16-byte output chunks (keys 0-7 and
+// 8-15 of that half). The index arithmetic is attn/v16_layout.h's (replayed on the CPU by
+// tests/cpu/test_v16_layout.cc).
+template <class Cfg>
+__device__ __forceinline__ void v_converter(const KernelParams& p, SharedStorage<Cfg>& sm) {
+  constexpr int kThreads = 32 * Cfg::kConverterWarps;
+  constexpr int kChunks = Cfg::kVAtoms * Cfg::kHeadDim * v16::kInChunksPerRow;  // 1024 per block
+  static_assert(Cfg::kVAtomKeys == v16::kAtomKeys && Cfg::kV16HalfKeys == v16::kAtomKeys &&
+                    Cfg::kVAtomBytes == v16::kAtomBytes && Cfg::kV16HalfBytes == v16::kHalfBytes,
+                "one E4M3 atom -> one FP16 half, as v16_layout.h says");
+  const int t = static_cast<int>(threadIdx.x) - 32;
+  const bool leader = threadIdx.x % 32 == 0;
+  PipelineState<Cfg::kStages> kv;  // in step with the producer's K/V ring
+  PipelineState<2> sched;
+  for (;;) {
+    ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
+    const Tile tile = sm.tile[sched.stage];  // decoded by the producer
+    __syncwarp();
+    if (leader) ptx::mbar_arrive(&sm.tile_empty[sched.stage]);
+    sched.advance();
+    if (tile.m_block < 0) break;  // the end
+    const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
+    for (int n = kr.n_lo; n < kr.n_hi; ++n) {  // as many blocks as the producer loads
+      ptx::mbar_wait(&sm.v_full[kv.stage], kv.phase);
+      ptx::mbar_wait(&sm.v16_empty[kv.stage], kv.phase ^ 1);
+      const uint8_t* src = sm.v[kv.stage];
+      uint8_t* dst = sm.v16[kv.stage];
+#pragma unroll 2
+      for (int i = t; i < kChunks; i += kThreads) {
+        const v16::Chunk ch = v16::chunk_of(i);  // atom (= FP16 half), channel, 16-position chunk
+        const uint4 w = *reinterpret_cast<const uint4*>(src + ch.atom * v16::kAtomBytes +
+                                                        v16::in_offset(ch.channel, ch.j));
+        uint4 lo, hi;
+        lo.x = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.x & 0xFFFF));
+        lo.y = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.y & 0xFFFF));
+        lo.z = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.z & 0xFFFF));
+        lo.w = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.w & 0xFFFF));
+        hi.x = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.x >> 16));
+        hi.y = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.y >> 16));
+        hi.z = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.z >> 16));
+        hi.w = ptx::e4m3x2_to_f16x2(static_cast<uint16_t>(w.w >> 16));
+        uint8_t* half = dst + ch.atom * v16::kHalfBytes;
+        *reinterpret_cast<uint4*>(half + v16::out_offset(ch.channel, v16::out_chunk_lo(ch.j))) = lo;
+        *reinterpret_cast<uint4*>(half + v16::out_offset(ch.channel, v16::out_chunk_hi(ch.j))) = hi;
+      }
+      ptx::fence_proxy_async_shared();  // this thread's FP16 stores -> visible to the wgmma
+      __syncwarp();
+      if (leader) {
+        ptx::mbar_arrive(&sm.v_empty[kv.stage]);
+        ptx::mbar_arrive(&sm.v16_full[kv.stage]);
+      }
+      kv.advance();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Consumer helpers.
 
-// P as A-fragments of the PV wgmma: E4M3, plus the lo term for hi+lo.
+// P as A-fragments of the PV wgmma: E4M3 (4 keys a register), plus the lo term for hi+lo; or
+// FP16 (2 keys a register).
 template <class Cfg>
 struct PFragments {
   static constexpr bool kHiLo = Cfg::kP == PPrecision::kE4M3HiLo;
-  uint32_t hi[Cfg::kBlockN / 8];
+  uint32_t hi[Cfg::kFP16P ? Cfg::kBlockN / 4 : Cfg::kBlockN / 8];
   uint32_t lo[kHiLo ? Cfg::kBlockN / 8 : 1];
+};
+
+// p (FP32, in S's registers) -> P's fragments.
+template <class Cfg>
+__device__ __forceinline__ void make_p_fragments(const float (&s)[Softmax<Cfg>::kRegs], PFragments<Cfg>& pf) {
+  if constexpr (Cfg::kFP16P) Softmax<Cfg>::to_f16_fragments(s, pf.hi);
+  else make_p_fragments<Cfg>(s, pf);
+}
+
+// The V operand of the P V product and its barriers: the TMA's E4M3 V^T ring, or with FP16 P the
+// converters' FP16 ring (whose E4M3 slots the converters release themselves).
+template <class Cfg>
+struct PVOperand {
+  __device__ __forceinline__ static uint64_t* full(SharedStorage<Cfg>& sm, int s) {
+    if constexpr (Cfg::kFP16P) return &sm.v16_full[s];
+    else return &sm.v_full[s];
+  }
+  __device__ __forceinline__ static uint64_t* empty(SharedStorage<Cfg>& sm, int s) {
+    if constexpr (Cfg::kFP16P) return &sm.v16_empty[s];
+    else return &sm.v_empty[s];
+  }
+  __device__ __forceinline__ static uint32_t addr(SharedStorage<Cfg>& sm, int s) {
+    if constexpr (Cfg::kFP16P) return ptx::smem_addr(sm.v16[s]);
+    else return ptx::smem_addr(sm.v[s]);
+  }
 };
 
 // S = Q_wg K^T: 4 k-steps of 32 along d (both tiles: 128-byte rows, 128-byte swizzle).
@@ -119,18 +216,29 @@ __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uin
 // acc (+)= P V_n: kBlockN/32 k-steps of 32 keys, two per 64-key V^T atom. kAccumulate = false
 // starts a fresh accumulator (two-level accumulation).
 // With P hi+lo, each k-step issues the lo term too, into the same accumulator.
+// FP16 P: kBlockN/16 k-steps of 16 keys, four per 64-key FP16 half (32 bytes each inside the
+// 128-byte swizzle row, as the QK^T's k-steps).
 template <class Cfg, bool kAccumulate>
 __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
-  using D = ptx::DescKMajor<64>;
-  const uint32_t dv0 = D::lo(v_addr);
+  if constexpr (Cfg::kFP16P) {
 #pragma unroll
-  for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
-    const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32) / 16);
-    const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
-    ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
-    if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {
-      const uint32_t b[4] = {pf.lo[4 * kk], pf.lo[4 * kk + 1], pf.lo[4 * kk + 2], pf.lo[4 * kk + 3]};
-      ptx::wgmma_rs(acc, b, dv, 1);
+    for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk) {
+      const uint64_t dv = ptx::make_desc_kmajor<128>(v_addr + (kk / 4) * Cfg::kV16HalfBytes + (kk % 4) * 32);
+      const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
+      ptx::wgmma_rs_f16(acc, a, dv, kAccumulate || kk > 0);
+    }
+  } else {
+    using D = ptx::DescKMajor<64>;
+    const uint32_t dv0 = D::lo(v_addr);
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
+      const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32) / 16);
+      const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
+      ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
+      if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {
+        const uint32_t b[4] = {pf.lo[4 * kk], pf.lo[4 * kk + 1], pf.lo[4 * kk + 2], pf.lo[4 * kk + 3]};
+        ptx::wgmma_rs(acc, b, dv, 1);
+      }
     }
   }
 }
@@ -407,7 +515,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     block_scale(n, scale);
     if (n >= kr.n_mask_lo && Cfg::kVariant != kAblateNoMask) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
     else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
-    Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
+    make_p_fragments<Cfg>(s, pf);
 
     // Steady state: QK^T of block n with PV of block n+1.
     for (--n; n >= kr.n_lo; --n) {
@@ -418,10 +526,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       ptx::wgmma_fence();
       issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
       ptx::wgmma_commit();
-      ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
+      ptx::mbar_wait(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
       acc.before_issue(alpha);
       ptx::wgmma_fence();
-      acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
+      acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)));
       ptx::wgmma_commit();
       ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
 
@@ -438,11 +546,11 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       ptx::wgmma_wait<0>();  // O_{n+1} ready
       fence_regs(pf.hi);
       if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
-      release(&sm.v_empty[KV::stage_of(it_k - 1)]);
+      release(PVOperand<Cfg>::empty(sm, KV::stage_of(it_k - 1)));
       ++it_k;
       acc.after_wait(alpha);
       if constexpr (Softmax<Cfg>::kTcRowSum) softmax.add_block_sum(acc.l_blk, alpha_next);
-      Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);  // only now: the PV that read pf has completed
+      make_p_fragments<Cfg>(s, pf);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
     }
@@ -453,17 +561,17 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // Drain: PV of the first block. The epilogue's operands are fetched first (S is dead, so
     // their registers are free) and arrive while the last P V runs.
     eo.load(p, tile, row0);
-    ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
+    ptx::mbar_wait(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     fence_regs(pf.hi);
       if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
     acc.before_issue(alpha);
     ptx::wgmma_fence();
-    acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
+    acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)));
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
     ptx::wgmma_wait<0>();
-    release(&sm.v_empty[KV::stage_of(it_k - 1)]);
+    release(PVOperand<Cfg>::empty(sm, KV::stage_of(it_k - 1)));
     acc.after_wait(alpha);
     if constexpr (Softmax<Cfg>::kTcRowSum) {
       const float one[2] = {1.f, 1.f};
@@ -492,7 +600,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::tma_prefetch_descriptor(&p.tma_vt);
     for (int s = 0; s < 2; ++s) {
       ptx::mbar_init(&sm.tile_full[s], 1);
-      ptx::mbar_init(&sm.tile_empty[s], kConsumerWarps);
+      ptx::mbar_init(&sm.tile_empty[s], kConsumerWarps + Cfg::kConverterWarps);
     }
     for (int s = 0; s < 2; ++s) {
       ptx::mbar_init(&sm.q_full[s], 1);
@@ -502,7 +610,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
       ptx::mbar_init(&sm.k_full[s], 1);
       ptx::mbar_init(&sm.k_empty[s], kConsumerWarps);
       ptx::mbar_init(&sm.v_full[s], 1);
-      ptx::mbar_init(&sm.v_empty[s], kConsumerWarps);
+      // FP16 P: the converter warps release the E4M3 slot, the consumers the FP16 one.
+      ptx::mbar_init(&sm.v_empty[s], Cfg::kFP16P ? Cfg::kConverterWarps : kConsumerWarps);
+      ptx::mbar_init(&sm.v16_full[s], Cfg::kConverterWarps > 0 ? Cfg::kConverterWarps : 1);
+      ptx::mbar_init(&sm.v16_empty[s], kConsumerWarps);
     }
     ptx::mbar_fence_init();
   }
@@ -515,7 +626,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
 
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegs>();
-    if (threadIdx.x == 0) producer<Cfg>(p, sm);
+    if (threadIdx.x == 0) {
+      producer<Cfg>(p, sm);
+    } else if constexpr (Cfg::kFP16P) {
+      if (threadIdx.x >= 32) v_converter<Cfg>(p, sm);  // warps 1..3
+    }
   } else {
     ptx::setmaxnreg_inc<Cfg::kConsumerRegs>();
     consumer<Cfg>(p, sm, warpgroup - 1);

@@ -11,7 +11,8 @@
 //                                                           leave m, so O and l need no rescale
 //   p     = exp2(S * scale - (m' - offset))                 offset 5: P in [0, 2^(5+3) = 256]
 //   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
-//           match, so no register shuffles are needed)
+//           match, so no register shuffles are needed); FP8ATTN_P_FP16: P16 = fp16(p), whose
+//           A-fragment order is the accumulator's (to_f16_fragments)
 //   l'    = l * exp2(m - m') + rowsum(p)    FP32 p, before rounding; each thread sums its keys
 //                                           in four interleaved partial sums (key group % 4)
 //                                           (kTcRowSum: rowsum(P8), the rounded P, from the
@@ -58,7 +59,7 @@ struct OnlineSoftmax {
   static constexpr bool kTcRowSum = tc_rowsum(kVariant);
   float neg_bias_[2];  // between step_max and step_exp: 8 - m (m = 0 while a row has seen no key)
 
-  // One key block: updates m and l, turns S into p = exp2(S * scale - (m - 8)) in place (FP32),
+  // One key block: updates m and l, turns S into p = exp2(S * scale - (m - offset)) in place (FP32),
   // and returns the factor the running O must be multiplied by. Runs while the previous block's
   // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
   template <bool kMask>
@@ -114,7 +115,7 @@ struct OnlineSoftmax {
     }
   }
 
-  // Second half of step: S -> p = exp2(S * scale - (m - 8)) in place (FP32) and, unless the tensor core
+  // Second half of step: S -> p = exp2(S * scale - (m - offset)) in place (FP32) and, unless the tensor core
   // sums P (kTcRowSum: add_block_sum), l += rowsum(p) in four interleaved partial sums.
   __device__ __forceinline__ void step_exp(float (&s)[kRegs], const float (&scale)[2]) {
     if constexpr (kVariant == kAblateNoSoftmax) return;
@@ -171,6 +172,17 @@ struct OnlineSoftmax {
         }
       }
     }
+  }
+
+  // p (FP32, accumulator layout) -> FP16 A-fragments of the m64nNk16 PV wgmma (FP8ATTN_P_FP16).
+  // With 16-bit A the accumulator layout is the A-fragment layout (the PTX ISA's m64nNk16 A
+  // fragment, as mma.m16n8k16's, per warp): k-step j (keys 16j..16j+15) takes registers 4j+r =
+  // {s[8j+2r], s[8j+2r+1]}: r = 0 row r0 keys 16j+2q+{0,1}, r = 1 row r0+8 same keys, r = 2 row r0
+  // keys 16j+8+2q+{0,1}, r = 3 row r0+8 (q = lane % 4). So register i is simply s[2i], s[2i+1],
+  // in natural key order: V is un-permuted when it is converted to FP16.
+  __device__ __forceinline__ static void to_f16_fragments(const float (&s)[kRegs], uint32_t (&p)[kBlockN / 4]) {
+#pragma unroll
+    for (int i = 0; i < kBlockN / 4; ++i) p[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
   }
 
   // End of the tile: reduces l over the quad. Returns 1/l (0 for a row that saw no key).

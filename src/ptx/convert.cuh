@@ -35,6 +35,21 @@ __device__ __forceinline__ uint32_t pack_e4m3x4(float x0, float x1, float x2, fl
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
+// Two floats -> FP16x2 (round to nearest even; overflow to inf, subnormals kept), x0 in the low half.
+__device__ __forceinline__ uint32_t pack_f16x2(float x0, float x1) {
+  uint32_t h2;
+  // cvt puts its first source in the upper half.
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h2) : "f"(x1), "f"(x0));
+  return h2;
+}
+
+// Two E4M3 bytes (lowest byte first) -> FP16x2 (lowest byte in the low half), exact.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t v) {
+  uint32_t h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(v));
+  return h2;
+}
+
 // Two E4M3 bytes (lowest byte first) -> two floats, exact.
 __device__ __forceinline__ void unpack_e4m3x2(uint16_t v, float& x0, float& x1) {
   uint32_t h2;

@@ -128,6 +128,7 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
   const int B = in.batch, sq = in.seqlen_q, sk = in.seqlen_k, H = in.heads, HK = in.heads_kv;
   const fm::FlashNumerics nm = fm::kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block);
   const bool hilo = nm.p_hilo;
+  const bool fp16 = nm.p_format == fm::Format::FP16;  // FP8ATTN_P_FP16
   const int D = 128, group = H / HK, nkb = (sk + 127) / 128;
   const int BN = nm.block_n;
   if (in.k_descale_per_block && BN != 128) throw std::logic_error("per-block K descales need 128-key blocks");
@@ -169,7 +170,7 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
           for (int j = j0; j < j1; ++j) {
             const float p = j < ke ? fm::flash_exp2(std::fma(s[j - j0], scale, nb)) : 0.0f;
             const float hi = fm::round_e4m3(p);
-            p8[j - j0] = hilo ? hi + fm::round_e4m3(p - hi) : hi;
+            p8[j - j0] = fp16 ? fm::round_to(fm::Format::FP16, p) : hilo ? hi + fm::round_e4m3(p - hi) : hi;
             bsum[((j - j0) % 8) / 2] += p;
           }
           if (nm.l_from_rounded_p) {
@@ -310,7 +311,30 @@ INSTANTIATE_TEST_SUITE_P(
                       MirrorCase{1, 257, 257, 1, 1, true, FP8ATTN_P_E4M3_HILO, 4},
                       MirrorCase{1, 1, 1000, 2, 2, false, FP8ATTN_P_E4M3, 4},
                       MirrorCase{2, 130, 500, 4, 2, true, FP8ATTN_P_E4M3, 4, false},  // 192-key blocks
-                      MirrorCase{1, 500, 500, 2, 1, false, FP8ATTN_P_E4M3, 4, false}));
+                      MirrorCase{1, 500, 500, 2, 1, false, FP8ATTN_P_E4M3, 4, false},
+                      // FP16 P (one-level, 128-key blocks whatever the K descale, l from FP32 p)
+                      MirrorCase{1, 200, 200, 2, 2, false, FP8ATTN_P_FP16, 4},
+                      MirrorCase{2, 130, 300, 4, 2, true, FP8ATTN_P_FP16, 4},
+                      MirrorCase{1, 300, 130, 2, 1, true, FP8ATTN_P_FP16, 4},  // empty rows
+                      MirrorCase{1, 500, 500, 2, 1, false, FP8ATTN_P_FP16, 4, false}));
+
+// FP8ATTN_P_FP16's numerics as src/api.cu dispatches it: one configuration whatever the K descale
+// granularity or the accumulator model asked for the QK^T (the FP16 P V accumulates in FP32).
+TEST(KernelMirror, Fp16PNumerics) {
+  for (const bool per_block : {false, true}) {
+    const fm::FlashNumerics nm =
+        fm::kernel_numerics(FP8ATTN_P_FP16, fm::Accumulator::kHopperFP8, per_block);
+    EXPECT_EQ(nm.block_n, 128);
+    EXPECT_EQ(nm.p_format, fm::Format::FP16);
+    EXPECT_FALSE(nm.p_hilo);
+    EXPECT_FALSE(nm.l_from_rounded_p);
+    EXPECT_FALSE(nm.two_level);
+    EXPECT_EQ(nm.acc_qk, fm::Accumulator::kHopperFP8);
+    EXPECT_EQ(nm.acc_pv, fm::Accumulator::kFP32);
+    EXPECT_EQ(nm.p_offset_log2, FP8ATTN_P_OFFSET_LOG2);
+    EXPECT_EQ(nm.rescale_slack_log2, FP8ATTN_RESCALE_SLACK_LOG2);
+  }
+}
 
 // Full-range codes: scores are rounded in the GEMM's order, so an exp2 argument may differ in its
 // last bit and flip a P value across an E4M3 rounding midpoint (about 1 in 10^5 values). Bound the

@@ -61,7 +61,9 @@ struct Shape {
   std::string name() const {
     char buf[160];
     std::snprintf(buf, sizeof buf, "b%d_sq%d_sk%d_h%d_hkv%d_%s%s%s%s%s%s", b, sq, sk, h, h_kv,
-                  causal ? "causal" : "full", p_precision ? "_hilo" : "", biases ? "_bias" : "",
+                  causal ? "causal" : "full",
+                  p_precision == FP8ATTN_P_E4M3_HILO ? "_hilo" : p_precision == FP8ATTN_P_FP16 ? "_fp16" : "",
+                  biases ? "_bias" : "",
                   diffuse ? "_diffuse" : "", k_head ? "_khead" : "", exact_scores ? "_exact" : "");
     return buf;
   }
@@ -79,15 +81,24 @@ inline void PrintTo(const Shape& s, std::ostream* os) { *os << s.name(); }
 // What the kernel's dispatch (src/api.cu) runs for a shape, as model::kernel_numerics states it:
 // keys per block, two- or one-level accumulation of O, and whether l sums the rounded P (the
 // tensor core's row sum of the E4M3 kernel) or the FP32 p (hi+lo).
+// P's rounding, for the bounds where l sums the FP32 p: u (a normal P within u of p, relative),
+// ulp (one ulp of a normal P, relative: the size of a flipped rounding), and the absolute
+// rounding error and ulp of P's subnormals. E4M3 (and hi+lo, bounded as E4M3): 2^-4, 2^-3, 2^-10,
+// 2^-9; FP16 (FP8ATTN_P_FP16): 2^-11, 2^-10, 2^-25, 2^-24.
 struct KernelChoice {
   int block_n = 128;
   bool two_level = false;
   bool l_rounded = false;
+  double p_u = 1.0 / 16, p_ulp = 1.0 / 8, p_sub_abs = 1.0 / 1024, p_sub_ulp = 1.0 / 512;
 };
 inline KernelChoice kernel_choice(const Shape& s) {
   const model::FlashNumerics nm =
       model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head);
-  return {nm.block_n, nm.two_level, nm.l_from_rounded_p};
+  KernelChoice kc{nm.block_n, nm.two_level, nm.l_from_rounded_p};
+  if (nm.p_format == model::Format::FP16)
+    kc.p_u = std::ldexp(1.0, -11), kc.p_ulp = std::ldexp(1.0, -10), kc.p_sub_abs = std::ldexp(1.0, -25),
+    kc.p_sub_ulp = std::ldexp(1.0, -24);
+  return kc;
 }
 
 // The kernel's inputs on the host, and the values they stand for.
@@ -331,7 +342,7 @@ struct Output {
 // The kernel's documented numerics (src/attn/softmax.cuh) in host FP32, with the dispatch's
 // choices (kernel_choice): blocks of block_n keys last to first, the running max m moving only
 // past the slack (FP8ATTN_RESCALE_SLACK_LOG2), p = exp2(S*scale - (m - FP8ATTN_P_OFFSET_LOG2)),
-// P rounded to E4M3 (hi + lo for E4M3_HILO), O one-level (O = O*alpha, then P V added) or
+// P rounded to E4M3 (hi + lo for E4M3_HILO; FP16 for P_FP16), O one-level (O = O*alpha, then P V added) or
 // two-level (P V into a fresh accumulator, then O = O*alpha + it), l = l*alpha + the block's sum
 // of the rounded P (E4M3: what the kernel's tensor core sums) or of the FP32 p (hi+lo), O/l
 // rounded to BF16. `pre_bf16` receives the FP32 value before the final rounding. Written apart
@@ -381,6 +392,7 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
         const float pj = std::exp2(std::fmaf(sc[j - j0], scale, neg_bias));
         float p8 = model::round_e4m3(pj);
         if (s.p_precision == FP8ATTN_P_E4M3_HILO) p8 += model::round_e4m3(pj - p8);
+        if (s.p_precision == FP8ATTN_P_FP16) p8 = model::round_to(model::Format::FP16, pj);
         sum += kc.l_rounded ? p8 : pj;
         const float* vr = &p.v_raw[p.ki(b, j, hk, 0)];
         for (int c = 0; c < kD; ++c) acc_o[c] += p8 * vr[c];

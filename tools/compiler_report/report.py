@@ -95,14 +95,16 @@ def main():
         names = {"0": "fp32-rowsum", "2": "tc-rowsum", "11": "ablate-nosoftmax(timing only)",
                  "12": "ablate-noexp(timing only)", "13": "ablate-nopv(timing only)",
                  "14": "ablate-nomask(timing only)", "15": "ablate-noepilogue(timing only)"}
-        return (f"P={'e4m3' if p == '0' else 'e4m3_hilo'} accumulation={'two-level' if two == '1' else 'one-level'} "
+        pnames = {"0": "e4m3", "1": "e4m3_hilo", "2": "fp16"}
+        return (f"P={pnames.get(p, p)} accumulation={'two-level' if two == '1' else 'one-level'} "
                 f"block_n={bn} stages={st} poly_exp_every={poly} variant={names.get(variant, variant)}")
 
     lines = [f"# compiler evidence for the attention kernels (tools/compiler_report/report.py)",
              f"# command: python3 tools/compiler_report/report.py ; nvcc: {sh('nvcc --version').stdout.splitlines()[-1]}",
              f"# commit: {commit} ; date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC ; machine: CPU build host (no GPU needed)",
-             "# columns: registers at launch (setmaxnreg then gives 24 to the producer, 240 to the consumers),",
-             "# stack/spill bytes from ptxas, QGMMA = FP8 wgmma instructions in the SASS, STL/LDL = local-memory",
+             "# columns: registers at launch (setmaxnreg then gives 24 to the producer, 240 to the consumers;",
+             "# P=fp16: 40 / 232), stack/spill bytes from ptxas, QGMMA = FP8 wgmma instructions in the SASS,",
+             "# HGMMA = FP16 wgmma instructions (P=fp16's P V), STL/LDL = local-memory",
              "# instructions in the consumer (before USETMAXREG.DEALLOC in program order) and producer code.", ""]
     for name in sorted(set(ptxas) | set(kernels)):
         if "attention_fwd_kernel" not in name:

@@ -15,7 +15,8 @@ VARIANTS=("FP8ATTN_ACCUMULATION=one-level|0"
           "FP8ATTN_ACCUMULATION=one-level FP8ATTN_POLY_EXP_EVERY=4 FP8ATTN_PERSISTENT=1|0"
           "FP8ATTN_ACCUMULATION=two-level FP8ATTN_POLY_EXP_EVERY=4 FP8ATTN_PERSISTENT=1|0"
           "FP8ATTN_ACCUMULATION=two-level FP8ATTN_POLY_EXP_EVERY=4 FP8ATTN_PERSISTENT=1|1"
-          "FP8ATTN_ACCUMULATION=one-level FP8ATTN_POLY_EXP_EVERY=4 FP8ATTN_PERSISTENT=1|1")
+          "FP8ATTN_ACCUMULATION=one-level FP8ATTN_POLY_EXP_EVERY=4 FP8ATTN_PERSISTENT=1|1"
+          "FP8ATTN_PERSISTENT=1|2")  # P FP16 (FP8ATTN_P_FP16; its one configuration ignores the other knobs)
 echo "== correctness (kernel-only error vs FP64 on dequantized inputs; exit 0 = pass)"
 for v in "${VARIANTS[@]}"; do
   envs=${v%|*}; pp=${v#*|}
