@@ -76,6 +76,9 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
     ptx::tma_load_4d(sm.q[qs.stage], &p.tma_q, &sm.q_full[qs.stage], 0, tile.head,
                      tile.m_block * Cfg::kBlockM, tile.batch);
     qs.advance();
+    // Not unrolled: the producer runs in 24 registers (setmaxnreg), and ptxas's 4x unroll of this
+    // loop spilled the tile-level state (ring positions, tile id) to local memory.
+#pragma unroll 1
     for (int n = kr.n_hi - 1; n >= kr.n_lo; --n) {
       ptx::mbar_wait(&sm.k_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.k_full[kv.stage], Cfg::kTileBytesK);
