@@ -6,7 +6,8 @@
 //   consumer : per block n, S = Q K_n^T (SS wgmma) -> softmax -> P (E4M3, registers)
 //              -> O_n = P V_n (RS wgmma, fresh accumulator) -> O = O * alpha + O_n.
 //              Intra-warpgroup overlap: the QK^T of block n is issued together with the PV of
-//              block n+1, so the softmax of block n runs while the PV is on the tensor cores.
+//              block n+1, so the softmax of block n runs while the PV is on the tensor cores
+//              (one-level kernels; the two-level ones wait for the PV: key_blocks_serial).
 //              Ping-pong: the two warpgroups take turns issuing (named barriers), so one's
 //              softmax also runs under the other's GEMMs.
 //   epilogue : O * v_descale / l (+ o_bias) -> BF16, LSE -> FP32, straight from registers.
@@ -334,6 +335,7 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
   auto issue_pv_blk = [&]() {
     fence_regs(pf.hi);
     if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+    acc.before_issue(alpha);  // one-level: O *= alpha_{n+1} (two-level: nothing)
     ptx::wgmma_fence();
     acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
     ptx::wgmma_commit();
