@@ -44,6 +44,13 @@ struct Config {
   static constexpr bool kFP16P = kP == PPrecision::kFP16;
   // Two-level O accumulation (see PVAccumulator in kernel.cuh).
   static constexpr bool kTwoLevel = kTwoLevel_;
+  // Intra-warpgroup overlap: the softmax of block n runs while the warpgroup's own PV of block
+  // n+1 is in flight, so S (kBlockN/2), the running O (64), the PV's accumulator and P are live
+  // at once. Two-level's fresh per-block O adds 64 registers to that: 64 + 64 + 64 + 16 (+16 lo
+  // for hi+lo) and the addressing do not fit in 240, so the two-level kernels wait for their PV
+  // before the softmax (ping-pong still overlaps it with the other warpgroup's GEMMs; see
+  // key_blocks_serial in kernel.cuh).
+  static constexpr bool kIntraWgOverlap = !kTwoLevel_;
   static constexpr int kHeadDim = 128;
   // 64 query rows per consumer warpgroup (the wgmma M), two consumer warpgroups per CTA.
   static constexpr int kConsumerWarpgroups = 2;

@@ -8,7 +8,8 @@
 //   consumer : per block n, S = Q K_n^T (SS wgmma) -> softmax -> P (E4M3 or FP16, registers)
 //              -> O_n = P V_n (RS wgmma, fresh accumulator) -> O = O * alpha + O_n.
 //              Intra-warpgroup overlap: the QK^T of block n is issued together with the PV of
-//              block n+1, so the softmax of block n runs while the PV is on the tensor cores.
+//              block n+1, so the softmax of block n runs while the PV is on the tensor cores
+//              (one-level kernels; the two-level ones wait for the PV: key_blocks_serial).
 //              Ping-pong: the two warpgroups take turns issuing (named barriers), so one's
 //              softmax also runs under the other's GEMMs.
 //   epilogue : O * v_descale / l (+ o_bias) -> BF16, LSE -> FP32, straight from registers.
@@ -82,6 +83,9 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
     ptx::tma_load_4d(sm.q[qs.stage], &p.tma_q, &sm.q_full[qs.stage], 0, tile.head,
                      tile.m_block * Cfg::kBlockM, tile.batch);
     qs.advance();
+    // Not unrolled: the producer runs in 24 registers (setmaxnreg), and ptxas's 4x unroll of this
+    // loop spilled the tile-level state (ring positions, tile id) to local memory.
+#pragma unroll 1
     for (int n = kr.n_hi - 1; n >= kr.n_lo; --n) {
       ptx::mbar_wait(&sm.k_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.k_full[kv.stage], Cfg::kTileBytesK);
@@ -330,6 +334,11 @@ __device__ __forceinline__ float load_or_one(const float* ptr, int64_t off) {
   return ptr ? __ldg(ptr + off) : 1.f;
 }
 
+// Starts bringing a line into L1 and holds no register afterwards.
+__device__ __forceinline__ void prefetch_l1(const float* ptr) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(ptr));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Epilogue: BF16 O and FP32 LSE from registers.
 // The per-channel factors of this thread's 32 output columns (V's descale and o_bias). Loaded
@@ -377,6 +386,22 @@ struct EpilogueOperands {
       }
     }
   }
+  // The same addresses, into L1 only: for kernels that cannot hold the 64 registers while their
+  // last P V runs (key_blocks_serial); load() then hits L1.
+  __device__ __forceinline__ static void prefetch(const KernelParams& p, const Tile& tile) {
+    const int kv_head = tile.head / p.q_per_kv;
+    const int q4 = threadIdx.x % 4;
+    if (p.v_descale) {
+      const float* vd = p.v_descale + tile.batch * p.vd_stride_b + kv_head * p.vd_stride_h;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) prefetch_l1(vd + (8 * (i / 2) + 2 * q4 + i % 2) * p.vd_stride_d);
+    }
+    if (p.o_bias) {
+      const float* ob = p.o_bias + tile.batch * p.ob_stride_b + kv_head * p.ob_stride_h;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) prefetch_l1(ob + 8 * (i / 2) + 2 * q4 + i % 2);
+    }
+  }
 };
 
 template <class Cfg>
@@ -412,6 +437,101 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
       p.lse[li] = lse;
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The key blocks of one tile without intra-warpgroup overlap (Config::kIntraWgOverlap false: the
+// two-level kernels, whose fresh per-block O does not fit beside S and P). Per block, in one
+// ping-pong turn: the PV of block n+1 is issued and waited for, then the QK^T of block n is
+// issued; O = O * alpha + O_{n+1} runs under that QK^T, and the softmax of block n after it,
+// under the other warpgroup's turn. S and O_blk are both live only while the QK^T runs (P is
+// dead by then): O 64 + O_blk 64 + S 64. Same arithmetic, in the same order, as the overlapped
+// loop in consumer(); only the waits differ.
+template <class Cfg, class BlockScale>
+__device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedStorage<Cfg>& sm,
+                                                  const Tile& tile, const KeyRange& kr,
+                                                  const int (&limit)[2], BlockScale& block_scale,
+                                                  uint32_t q_addr, uint32_t& it_k,
+                                                  PipelineState<2>& qs, int my_turn,
+                                                  int other_turn, Softmax<Cfg>& softmax,
+                                                  PVAccumulator<Cfg>& acc, EpilogueOperands& eo) {
+  static_assert(!Softmax<Cfg>::kTcRowSum, "l from the tensor core is summed in the overlapped order only");
+  constexpr int kThreadsPingPong = 2 * 128;
+  using KV = KVCounter<Cfg::kStages>;
+  float s[Softmax<Cfg>::kRegs], alpha[2], scale[2];
+  PFragments<Cfg> pf;
+  // S of block n (completed; its scale loaded while the QK^T ran) -> m, l, alpha; P in E4M3
+  // fragments.
+  auto softmax_block = [&](int n) {
+    if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
+    else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
+    softmax.step_exp(s, scale);
+    Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
+  };
+  // O_{n+1} = P V_{n+1} into the fresh accumulator (V ring position it_k - 1), and its wait.
+  auto issue_pv_blk = [&]() {
+    fence_regs(pf.hi);
+    if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+    acc.before_issue(alpha);  // one-level: O *= alpha_{n+1} (two-level: nothing)
+    ptx::wgmma_fence();
+    acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
+    ptx::wgmma_commit();
+  };
+  auto wait_pv_blk = [&]() {
+    ptx::wgmma_wait<0>();
+    fence_regs(pf.hi);
+    if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+    release(&sm.v_empty[KV::stage_of(it_k - 1)]);
+  };
+
+  // Prologue: S of the last block, its softmax.
+  int n = kr.n_hi - 1;
+  ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
+  ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+  ptx::wgmma_fence();
+  issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
+  ptx::wgmma_commit();
+  ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+  block_scale(n, scale);
+  ptx::wgmma_wait<0>();
+  fence_regs(s);
+  release(&sm.k_empty[KV::stage_of(it_k)]);
+  ++it_k;
+  softmax_block(n);
+
+  // Steady state: PV of block n+1, then QK^T of block n, in one turn.
+  for (--n; n >= kr.n_lo; --n) {
+    ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
+    ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
+    ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+    issue_pv_blk();
+    wait_pv_blk();
+    ptx::wgmma_fence();
+    issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
+    ptx::wgmma_commit();
+    ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+    acc.after_wait(alpha);  // O = O * alpha_{n+1} + O_{n+1}, under the QK^T
+    block_scale(n, scale);
+    ptx::wgmma_wait<0>();
+    fence_regs(s);
+    release(&sm.k_empty[KV::stage_of(it_k)]);
+    ++it_k;
+    softmax_block(n);
+  }
+  // Every QK^T of the tile has completed: its Q buffer may be refilled.
+  release(&sm.q_empty[qs.stage]);
+  qs.advance();
+
+  // Drain: PV of the first block. The epilogue's operands go to L1 now and into registers only
+  // after the merge (beside O and O_blk, their 64 registers would not fit).
+  EpilogueOperands::prefetch(p, tile);
+  ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
+  ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+  issue_pv_blk();
+  ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+  wait_pv_blk();
+  acc.after_wait(alpha);
+  eo.load(p, tile);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -499,6 +619,12 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 
     const uint32_t q_addr = ptx::smem_addr(sm.q[qs.stage]) + q_off;
     ptx::mbar_wait(&sm.q_full[qs.stage], qs.phase);
+    if constexpr (!Cfg::kIntraWgOverlap) {
+      key_blocks_serial<Cfg>(p, sm, tile, kr, limit, block_scale, q_addr, it_k, qs, my_turn,
+                             other_turn, softmax, acc, eo);
+      epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
+      continue;
+    }
 
     // Prologue: S of the last block, its softmax.
     int n = kr.n_hi - 1;
