@@ -187,7 +187,7 @@ struct PFragments {
 template <class Cfg>
 __device__ __forceinline__ void make_p_fragments(const float (&s)[Softmax<Cfg>::kRegs], PFragments<Cfg>& pf) {
   if constexpr (Cfg::kFP16P) Softmax<Cfg>::to_f16_fragments(s, pf.hi);
-  else make_p_fragments<Cfg>(s, pf);
+  else Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
 }
 
 // The V operand of the P V product and its barriers: the TMA's E4M3 V^T ring, or with FP16 P the
