@@ -449,7 +449,7 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
 // loop in consumer(); only the waits differ.
 template <class Cfg, class BlockScale>
 __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedStorage<Cfg>& sm,
-                                                  const Tile& tile, const KeyRange& kr,
+                                                  const Tile& tile, int row0, const KeyRange& kr,
                                                   const int (&limit)[2], BlockScale& block_scale,
                                                   uint32_t q_addr, uint32_t& it_k,
                                                   PipelineState<2>& qs, int my_turn,
@@ -531,7 +531,7 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
   ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
   wait_pv_blk();
   acc.after_wait(alpha);
-  eo.load(p, tile);
+  eo.load(p, tile, row0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -620,7 +620,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     const uint32_t q_addr = ptx::smem_addr(sm.q[qs.stage]) + q_off;
     ptx::mbar_wait(&sm.q_full[qs.stage], qs.phase);
     if constexpr (!Cfg::kIntraWgOverlap) {
-      key_blocks_serial<Cfg>(p, sm, tile, kr, limit, block_scale, q_addr, it_k, qs, my_turn,
+      key_blocks_serial<Cfg>(p, sm, tile, row0, kr, limit, block_scale, q_addr, it_k, qs, my_turn,
                              other_turn, softmax, acc, eo);
       epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
       continue;
