@@ -427,7 +427,10 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
       float x0 = o[4 * i + 2 * r] * vd[2 * i] * inv_l[r] + ob[2 * i];
       float x1 = o[4 * i + 2 * r + 1] * vd[2 * i + 1] * inv_l[r] + ob[2 * i + 1];
       if (empty) x0 = x1 = 0.f;
-      if constexpr (Cfg::kVariant != kAblateNoEpilogue)
+      // The ablation skips the stores behind a condition the compiler cannot decide (seqlen_q
+      // is never negative), so O and the P V products stay live (perf-log v12: an unconditional
+      // skip let the compiler drop the P V wgmmas as well).
+      if (Cfg::kVariant != kAblateNoEpilogue || p.seqlen_q < 0)
         *reinterpret_cast<__nv_bfloat162*>(out + c) = __floats2bfloat162_rn(x0, x1);
     }
     if (p.lse && q4 == 0) {
