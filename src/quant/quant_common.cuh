@@ -151,6 +151,24 @@ __device__ __forceinline__ void sign_masks_here(const SignTable<L>& t, int lane,
                : "r"(addr));
 }
 
+// The strides 1, 2, 4: inside each run of 8 values.
+template <int N>
+__device__ __forceinline__ void hadamard_in_runs(float (&x)[N]) {
+#pragma unroll
+  for (int h = 1; h < 8; h *= 2) {
+#pragma unroll
+    for (int hi = 0; hi < N / 8; ++hi) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (j & h) continue;
+        const float a = x[8 * hi + j], b = x[8 * hi + j + h];
+        x[8 * hi + j] = __fadd_rn(a, b);
+        x[8 * hi + j + h] = __fsub_rn(a, b);
+      }
+    }
+  }
+}
+
 // The Walsh-Hadamard butterflies (after the sign flips) on a row held by L consecutive lanes,
 // x[8 hi + j] = channel RowLanes<L>::channel(hi, lane, j). Strides 1, 2, 4 inside the lane's runs
 // of 8; 8 .. 4L across lanes; 8L .. 64 across runs; in ascending order, as model/prepass.cc's
@@ -161,19 +179,7 @@ __device__ __forceinline__ void sign_masks_here(const SignTable<L>& t, int lane,
 template <int L>
 __device__ __forceinline__ void hadamard_lanes(float (&x)[RowLanes<L>::kValues], int lane) {
   constexpr int kChunks = RowLanes<L>::kChunks;
-#pragma unroll
-  for (int h = 1; h < 8; h *= 2) {
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (j & h) continue;
-        const float a = x[8 * hi + j], b = x[8 * hi + j + h];
-        x[8 * hi + j] = __fadd_rn(a, b);
-        x[8 * hi + j + h] = __fsub_rn(a, b);
-      }
-    }
-  }
+  hadamard_in_runs(x);
 #pragma unroll
   for (int m = 1; m < L; m *= 2) {
     const float sign = (lane & m) ? -1.0f : 1.0f;
