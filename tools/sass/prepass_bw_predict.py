@@ -41,9 +41,14 @@ def listing(path):
     return out, lanes
 
 
+def rotated_loop(hist):
+    """A loop that rotates: the butterflies' adds (an unrotated loop has at most ~80 FADD)."""
+    return hist.get("FADD", 0) >= 200
+
+
 def loop(ls, kernel, rotated):
     name = next(k for k in ls if k.startswith(kernel))
-    cand = [n for n, h in ls[name] if (h.get("SHFL", 0) > 16) == rotated]
+    cand = [n for n, h in ls[name] if rotated_loop(h) == rotated]
     return min(cand)  # the full-tile loop (a tail copy has the checks)
 
 

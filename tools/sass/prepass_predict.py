@@ -7,7 +7,7 @@ Usage: prepass_predict.py BASE.txt NEW.txt"""
 import re
 import sys
 
-# kernel, which loop (rotated: has SHFL; else the V loop), work per thread per iteration, bytes
+# kernel, which loop (rotated: rotated_loop; else the V loop), work per thread per iteration, bytes
 # per thread per iteration (read + written)
 CASES = [
     ("kv_group_stats_kernelILb1ELb1E", True, "4 keys of K, 16 channels", 4 * 32),
@@ -34,9 +34,14 @@ def loops(path):
     return out
 
 
+def rotated_loop(hist):
+    """A loop that rotates: the butterflies' adds (an unrotated loop has at most ~80 FADD)."""
+    return hist.get("FADD", 0) >= 200
+
+
 def pick(ls, kernel, rotated):
     name = next(k for k in ls if k.startswith(kernel))
-    cand = [(n, h) for n, h in ls[name] if ("SHFL" in h and h["SHFL"] > 16) == rotated]
+    cand = [(n, h) for n, h in ls[name] if rotated_loop(h) == rotated]
     return min(cand, key=lambda c: c[0])  # the full-tile loop (a tail copy has the checks)
 
 
