@@ -100,6 +100,16 @@ __device__ __forceinline__ uint4 ld_u32x4_here(const uint16_t* p) {
   return r;
 }
 
+// Values computed before this point: an empty asm that takes and "changes" each value, ordered
+// (volatile) before the next volatile load. Without it the compiler moves the conversion of a row
+// below the load that refills the row's registers, which then cannot be the same registers: the
+// loop ends with copies that wait for every load in flight (docs/prepass.md).
+template <int N>
+__device__ __forceinline__ void computed_here(float (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(v[i]));
+}
+
 // 8 floats from global memory (32-byte aligned), loaded where they are used: volatile, so that
 // the compiler neither hoists nor merges the loads of a small per-(b, h) vector (L1 hits) and
 // keeps it in 32 registers across a tile instead.

@@ -195,30 +195,29 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     // One row at a time, two rows' loads in flight: row s + 2 * kRowsPerPass is loaded into the
     // registers of row s as soon as they are converted (a rolled loop: no overlap of rows, so
     // no register pressure beyond two rows).
-    // Rows are addressed by pointers advanced one pass at a time, and bounds are checked only
-    // in a tile that reaches the end (kTail).
+    // Bounds are checked only in a tile that reaches the end (kTail). Each row's conversion is
+    // pinned before the load that refills its registers (computed_here): both loads in flight
+    // then have a whole iteration to arrive, and the loop needs no register copies.
     static_assert(kPasses % 2 == 0);
     GroupScale known{1.0f, 1.0f};
     if constexpr (kScale == Scale::kKnown) known.inv = __ldg(a.scale_inv + bh);
     auto rolled = [&]<bool kTail>() {
-      const int64_t in_step = kRowsPerPass * a.x.stride_s;
-      const int64_t out_step = static_cast<int64_t>(kRowsPerPass) * a.x.heads * kHeadDim;
-      const uint16_t* next = row_ptr(s_first + 2 * kRowsPerPass);  // the next row to load
-      uint8_t* dst = out_ptr(s_first);
       auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
         const bool valid = !kTail || s < S;
         float x[kValues];
         convert(raw, x);
-        if (more) load.template operator()<kTail>(s + 2 * kRowsPerPass, next, raw);
-        next += in_step;
+        computed_here(x);  // raw's registers are free: refill them
+        if (more) {
+          const int s_next = s + 2 * kRowsPerPass;
+          load.template operator()<kTail>(s_next, row_ptr(s_next), raw);
+        }
         transform(s, valid, x);
         GroupScale g = known;
         if constexpr (kScale == Scale::kRow) {
           g = group_scale(row_amax(valid, x));
           g.descale = __fmul_rn(g.descale, a.descale_factor);
         }
-        store(s, valid, dst, x, g);
-        dst += out_step;
+        store(s, valid, out_ptr(s), x, g);
       };
       uint4 ra[kChunks], rb[kChunks];
       load.template operator()<kTail>(s_first, row_ptr(s_first), ra);
