@@ -4,7 +4,9 @@
 // max and min per channel give the largest |x - mean| (rounding is monotone). The sums have the
 // fixed order of quant.h (chunks, groups, total) that model/prepass.cc repeats.
 #include "fp8attn/quant.h"
+#include "ptx/griddep.cuh"
 #include "quant/launch.h"
+#include "quant/pdl.h"
 #include "quant/quant_common.cuh"
 
 namespace fp8attn::quant {
@@ -178,6 +180,7 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 // statistics are needed: K's rotation beside V's light work on every SM), then heads.
 template <bool kRotate, bool kKMinMax>
 __global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStatsArgs a) {
+  ptx::let_next_grid_start();  // the finalize step's CTAs wait on SMs this one leaves
   __shared__ GroupPartials sh;
   const uint32_t tensors = a.k_stats ? 2 : 1;  // 32-bit: a grid has fewer than 2^31 CTAs
   uint32_t n = blockIdx.x;
@@ -210,6 +213,8 @@ __device__ __forceinline__ float cta_max(float m, float* warp_max) {
 
 // One CTA per (batch, kv head), thread c = channel c: the group sums of c added in group order.
 __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
+  ptx::let_next_grid_start();    // the fused K/V pass loads its first rows meanwhile
+  ptx::wait_for_previous_grid();  // the group partials
   __shared__ float warp_max_v[kHeadDim / 32], warp_max_k[kHeadDim / 32];
   const int c = threadIdx.x;
   const int64_t bh = blockIdx.x;
@@ -268,9 +273,9 @@ cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream) {
     k_minmax ? launch_groups<false, true>(args, stream) : launch_groups<false, false>(args, stream);
   }
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  kv_finalize_kernel<<<static_cast<unsigned>(static_cast<int64_t>(args.v.batch) * args.v.heads),
-                       kHeadDim, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_after(kv_finalize_kernel,
+                      dim3(static_cast<unsigned>(static_cast<int64_t>(args.v.batch) * args.v.heads)),
+                      dim3(kHeadDim), stream, args);
 }
 
 }  // namespace fp8attn::quant

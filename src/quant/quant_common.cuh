@@ -100,6 +100,32 @@ __device__ __forceinline__ uint4 ld_u32x4_here(const uint16_t* p) {
   return r;
 }
 
+// The same load, coherent (no .nc): for data the previous grid of the stream may still be
+// writing when a grid launched with quant/pdl.h's launch_after starts. ptxas may move an .nc
+// load (read-only for the kernel's whole life) above ptx::wait_for_previous_grid(); not this one.
+__device__ __forceinline__ uint4 ld_u32x4_coherent_here(const uint16_t* p) {
+  uint4 r;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+// One float / four floats (16-byte aligned) written by the previous kernel (the statistics'
+// finalize step): coherent loads, after ptx::wait_for_previous_grid().
+__device__ __forceinline__ float ld_f32_coherent(const float* p) {
+  float r;
+  asm volatile("ld.global.f32 %0, [%1];" : "=f"(r) : "l"(p));
+  return r;
+}
+__device__ __forceinline__ float4 ld_f32x4_coherent(const float* p) {
+  float4 r;
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+               : "l"(p));
+  return r;
+}
+
 // Values computed before this point: an empty asm that takes and "changes" each value, ordered
 // (volatile) before the next volatile load. Without it the compiler moves the conversion of a row
 // below the load that refills the row's registers, which then cannot be the same registers: the
@@ -112,12 +138,13 @@ __device__ __forceinline__ void computed_here(float (&v)[N]) {
 
 // 8 floats from global memory (32-byte aligned), loaded where they are used: volatile, so that
 // the compiler neither hoists nor merges the loads of a small per-(b, h) vector (L1 hits) and
-// keeps it in 32 registers across a tile instead.
+// keeps it in 32 registers across a tile instead. Coherent (no .nc): the vector (a mean) comes
+// from the statistics' finalize step, which may still run when the kernel starts (quant/pdl.h).
 __device__ __forceinline__ void ld_f32x8_here(const float* p, float* out) {
-  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
                : "=f"(out[0]), "=f"(out[1]), "=f"(out[2]), "=f"(out[3])
                : "l"(p));
-  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
                : "=f"(out[4]), "=f"(out[5]), "=f"(out[6]), "=f"(out[7])
                : "l"(p + 4));
 }
