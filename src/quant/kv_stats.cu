@@ -213,7 +213,7 @@ __device__ __forceinline__ float cta_max(float m, float* warp_max) {
 
 // One CTA per (batch, kv head), thread c = channel c: the group sums of c added in group order.
 __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
-  ptx::let_next_grid_start();    // the fused K/V pass loads its first rows meanwhile
+  ptx::let_next_grid_start();    // the fused K/V pass's CTAs take the SMs meanwhile
   ptx::wait_for_previous_grid();  // the group partials
   __shared__ float warp_max_v[kHeadDim / 32], warp_max_k[kHeadDim / 32];
   const int c = threadIdx.x;
