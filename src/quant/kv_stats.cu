@@ -4,7 +4,9 @@
 // max and min per channel give the largest |x - mean| (rounding is monotone). The sums have the
 // fixed order of quant.h (chunks, groups, total) that model/prepass.cc repeats.
 #include "fp8attn/quant.h"
+#include "ptx/griddep.cuh"
 #include "quant/launch.h"
+#include "quant/pdl.h"
 #include "quant/quant_common.cuh"
 
 namespace fp8attn::quant {
@@ -24,8 +26,47 @@ struct __align__(16) GroupPartials {
   float sum[kGroupChunks][kHeadDim], max[kGroupChunks][kHeadDim], min[kGroupChunks][kHeadDim];
 };
 
+// The rotation of K's rows without shuffles (quant/lanes.h StatsTranspose): strides 1, 2, 4 in
+// the load layout, one transpose through shared memory, strides 8 .. 64 in the lane, in which
+// the row is then summed. Same butterflies in the same order as hadamard_lanes<8> (its
+// fma(x, +-1, other) across lanes is the add / subtract here, one rounding). Per warp, 4 rows
+// (slots) and two buffers: a row's writes wait for one __syncwarp only, since every lane has
+// read the buffer's previous row before the __syncwarp of the row in between.
+using Tr = StatsTranspose;
+constexpr int kTBufs = 2;
+static_assert(kChunks == 2 && Tr::kRow * 8 <= Tr::kSlot && Tr::kSlot % 32 == 16 && Tr::kRow % 4 == 0);
+struct __align__(16) Transpose {
+  float v[kStatsThreads / 32][kTBufs][32 / kL][Tr::kSlot];
+};
+
+// x (layout Lanes, strides 1, 2, 4 done) -> y[k] = channel 8 k + lane, strides 8 .. 64 done.
+__device__ __forceinline__ void transpose_and_finish(const float (&x)[kValues], float* buf,
+                                                     int lane, float (&y)[kValues]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    *reinterpret_cast<float2*>(buf + Tr::pos(lane, j)) = make_float2(x[j], x[8 + j]);
+  }
+  __syncwarp();
+#pragma unroll
+  for (int q = 0; q < kValues / 4; ++q) {
+    const float4 f = reinterpret_cast<const float4*>(buf + Tr::row_start(lane))[q];
+    y[Tr::k(4 * q)] = f.x, y[Tr::k(4 * q + 1)] = f.y, y[Tr::k(4 * q + 2)] = f.z;
+    y[Tr::k(4 * q + 3)] = f.w;
+  }
+#pragma unroll
+  for (int h = 1; h < kValues; h *= 2) {
+#pragma unroll
+    for (int k = 0; k < kValues; ++k) {
+      if (k & h) continue;
+      const float a = y[k], b = y[k + h];
+      y[k] = __fadd_rn(a, b);
+      y[k + h] = __fsub_rn(a, b);
+    }
+  }
+}
+
 // One group of one (batch, head) of tensor x: slot t / 8 sums its chunk of 32 keys in key order
-// (lane t % 8 holds 16 channels of each row), then thread c adds the chunk sums of channel c in
+// (lane t % 8 holds 16 channels of each row: Lanes, or when rotated 8 k + lane), then thread c adds the chunk sums of channel c in
 // chunk order and writes the group's partials (b, h, group, 128).
 template <bool kRotate, bool kMinMax>
 __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head, int group,
@@ -37,10 +78,12 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
   const int s0 = (group * kGroupChunks + slot) * kChunk;
   const uint16_t* src = x.data + b * x.stride_b + head * x.stride_h + 8 * lane;
   __shared__ SignTable<kL> signs;
+  __shared__ Transpose tr;
   if constexpr (kRotate) {
     fill_sign_table<kL>(neg, signs);
     __syncthreads();
   }
+  float* const tr_buf = tr.v[threadIdx.x / 32][0][slot % (32 / kL)];
 
   float sum[kValues], mx[kValues], mn[kValues];
 #pragma unroll
@@ -79,7 +122,13 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
           }
         }
         if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
-        if constexpr (kRotate) hadamard_lanes<kL>(v, lane);  // every lane: shuffles
+        if constexpr (kRotate) {
+          hadamard_in_runs(v);
+          float y[kValues];
+          transpose_and_finish(v, tr_buf + (u % kTBufs) * (32 / kL) * Tr::kSlot, lane, y);
+#pragma unroll
+          for (int i = 0; i < kValues; ++i) v[i] = y[i];
+        }
         if (!kTail || s0 + t0 + u < S) {
 #pragma unroll
           for (int i = 0; i < kValues; ++i) {
@@ -99,11 +148,19 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
     reinterpret_cast<float4*>(row)[0] = make_float4(v[0], v[1], v[2], v[3]);
     reinterpret_cast<float4*>(row)[1] = make_float4(v[4], v[5], v[6], v[7]);
   };
+  if constexpr (kRotate) {  // lane holds channels 8 k + lane
 #pragma unroll
-  for (int hi = 0; hi < kChunks; ++hi) {
-    const int c = Lanes::channel(hi, lane, 0);
-    put(&sh.sum[slot][c], &sum[8 * hi]);
-    if constexpr (kMinMax) put(&sh.max[slot][c], &mx[8 * hi]), put(&sh.min[slot][c], &mn[8 * hi]);
+    for (int k = 0; k < kValues; ++k) {
+      sh.sum[slot][8 * k + lane] = sum[k];
+      if constexpr (kMinMax) sh.max[slot][8 * k + lane] = mx[k], sh.min[slot][8 * k + lane] = mn[k];
+    }
+  } else {
+#pragma unroll
+    for (int hi = 0; hi < kChunks; ++hi) {
+      const int c = Lanes::channel(hi, lane, 0);
+      put(&sh.sum[slot][c], &sum[8 * hi]);
+      if constexpr (kMinMax) put(&sh.max[slot][c], &mx[8 * hi]), put(&sh.min[slot][c], &mn[8 * hi]);
+    }
   }
   __syncthreads();
   const int c = threadIdx.x;
@@ -123,6 +180,7 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 // statistics are needed: K's rotation beside V's light work on every SM), then heads.
 template <bool kRotate, bool kKMinMax>
 __global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStatsArgs a) {
+  ptx::let_next_grid_start();  // the finalize step's CTAs wait on SMs this one leaves
   __shared__ GroupPartials sh;
   const uint32_t tensors = a.k_stats ? 2 : 1;  // 32-bit: a grid has fewer than 2^31 CTAs
   uint32_t n = blockIdx.x;
@@ -155,6 +213,8 @@ __device__ __forceinline__ float cta_max(float m, float* warp_max) {
 
 // One CTA per (batch, kv head), thread c = channel c: the group sums of c added in group order.
 __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
+  ptx::let_next_grid_start();    // the fused K/V pass's CTAs take the SMs meanwhile
+  ptx::wait_for_previous_grid();  // the group partials
   __shared__ float warp_max_v[kHeadDim / 32], warp_max_k[kHeadDim / 32];
   const int c = threadIdx.x;
   const int64_t bh = blockIdx.x;
@@ -213,9 +273,9 @@ cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream) {
     k_minmax ? launch_groups<false, true>(args, stream) : launch_groups<false, false>(args, stream);
   }
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  kv_finalize_kernel<<<static_cast<unsigned>(static_cast<int64_t>(args.v.batch) * args.v.heads),
-                       kHeadDim, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launch_after(kv_finalize_kernel,
+                      dim3(static_cast<unsigned>(static_cast<int64_t>(args.v.batch) * args.v.heads)),
+                      dim3(kHeadDim), stream, args);
 }
 
 }  // namespace fp8attn::quant

@@ -51,6 +51,19 @@ struct VtSlot {
   }
 };
 
+// The statistics pass's rotation of K (kv_stats.cu): the 8 lanes of a row do the strides 1, 2, 4
+// in Lanes<8>'s layout, then transpose the row through a per-row shared buffer so that lane j
+// holds channels 8 k + j (k = 0..15) and does the strides 8 .. 64 itself. The loading lane l
+// writes value j of its runs 0 and 1 (channels 8 l + j, 64 + 8 l + j) as the two floats at
+// pos(l, j); the reading lane j loads the 16 floats from row_start(j) on, word m holding k(m).
+struct StatsTranspose {
+  static constexpr int kRow = 20;    // a multiple of 4 (16-byte loads); 8 lanes' loads: distinct banks
+  static constexpr int kSlot = 176;  // floats per row buffer, = 16 mod 32: two rows' 8-byte stores
+  static constexpr FP8ATTN_QUANT_HD int pos(int l, int j) { return kRow * j + 2 * l; }
+  static constexpr FP8ATTN_QUANT_HD int row_start(int j) { return kRow * j; }
+  static constexpr FP8ATTN_QUANT_HD int k(int m) { return 8 * (m % 2) + m / 2; }
+};
+
 // The statistics pass (kv_stats.cu): one CTA of 128 threads per group of
 // FP8ATTN_QUANT_STATS_GROUP chunks; thread t sums chunk t / 8 of the group (slot), lane t % 8
 // of its rows.

@@ -100,14 +100,51 @@ __device__ __forceinline__ uint4 ld_u32x4_here(const uint16_t* p) {
   return r;
 }
 
+// The same load, coherent (no .nc): for data the previous grid of the stream may still be
+// writing when a grid launched with quant/pdl.h's launch_after starts. ptxas may move an .nc
+// load (read-only for the kernel's whole life) above ptx::wait_for_previous_grid(); not this one.
+__device__ __forceinline__ uint4 ld_u32x4_coherent_here(const uint16_t* p) {
+  uint4 r;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+// One float / four floats (16-byte aligned) written by the previous kernel (the statistics'
+// finalize step): coherent loads, after ptx::wait_for_previous_grid().
+__device__ __forceinline__ float ld_f32_coherent(const float* p) {
+  float r;
+  asm volatile("ld.global.f32 %0, [%1];" : "=f"(r) : "l"(p));
+  return r;
+}
+__device__ __forceinline__ float4 ld_f32x4_coherent(const float* p) {
+  float4 r;
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+               : "l"(p));
+  return r;
+}
+
+// Values computed before this point: an empty asm that takes and "changes" each value, ordered
+// (volatile) before the next volatile load. Without it the compiler moves the conversion of a row
+// below the load that refills the row's registers, which then cannot be the same registers: the
+// loop ends with copies that wait for every load in flight (docs/prepass.md).
+template <int N>
+__device__ __forceinline__ void computed_here(float (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(v[i]));
+}
+
 // 8 floats from global memory (32-byte aligned), loaded where they are used: volatile, so that
 // the compiler neither hoists nor merges the loads of a small per-(b, h) vector (L1 hits) and
-// keeps it in 32 registers across a tile instead.
+// keeps it in 32 registers across a tile instead. Coherent (no .nc): the vector (a mean) comes
+// from the statistics' finalize step, which may still run when the kernel starts (quant/pdl.h).
 __device__ __forceinline__ void ld_f32x8_here(const float* p, float* out) {
-  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
                : "=f"(out[0]), "=f"(out[1]), "=f"(out[2]), "=f"(out[3])
                : "l"(p));
-  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
                : "=f"(out[4]), "=f"(out[5]), "=f"(out[6]), "=f"(out[7])
                : "l"(p + 4));
 }
@@ -151,6 +188,24 @@ __device__ __forceinline__ void sign_masks_here(const SignTable<L>& t, int lane,
                : "r"(addr));
 }
 
+// The strides 1, 2, 4: inside each run of 8 values.
+template <int N>
+__device__ __forceinline__ void hadamard_in_runs(float (&x)[N]) {
+#pragma unroll
+  for (int h = 1; h < 8; h *= 2) {
+#pragma unroll
+    for (int hi = 0; hi < N / 8; ++hi) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (j & h) continue;
+        const float a = x[8 * hi + j], b = x[8 * hi + j + h];
+        x[8 * hi + j] = __fadd_rn(a, b);
+        x[8 * hi + j + h] = __fsub_rn(a, b);
+      }
+    }
+  }
+}
+
 // The Walsh-Hadamard butterflies (after the sign flips) on a row held by L consecutive lanes,
 // x[8 hi + j] = channel RowLanes<L>::channel(hi, lane, j). Strides 1, 2, 4 inside the lane's runs
 // of 8; 8 .. 4L across lanes; 8L .. 64 across runs; in ascending order, as model/prepass.cc's
@@ -161,19 +216,7 @@ __device__ __forceinline__ void sign_masks_here(const SignTable<L>& t, int lane,
 template <int L>
 __device__ __forceinline__ void hadamard_lanes(float (&x)[RowLanes<L>::kValues], int lane) {
   constexpr int kChunks = RowLanes<L>::kChunks;
-#pragma unroll
-  for (int h = 1; h < 8; h *= 2) {
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (j & h) continue;
-        const float a = x[8 * hi + j], b = x[8 * hi + j + h];
-        x[8 * hi + j] = __fadd_rn(a, b);
-        x[8 * hi + j + h] = __fsub_rn(a, b);
-      }
-    }
-  }
+  hadamard_in_runs(x);
 #pragma unroll
   for (int m = 1; m < L; m *= 2) {
     const float sign = (lane & m) ? -1.0f : 1.0f;

@@ -3,7 +3,9 @@
 // transposed tiles (quant/vt_tile.cuh), so that every SM runs the rotation-heavy K beside the
 // light V.
 // Last to first when `reverse_order`: the channel reduction's last reads are then still in L2.
+#include "ptx/griddep.cuh"
 #include "quant/launch.h"
+#include "quant/pdl.h"
 #include "quant/rows_tile.cuh"
 #include "quant/vt_tile.cuh"
 
@@ -16,6 +18,7 @@ template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(rows::kThreads, 2)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
                        uint32_t v_tiles) {
+  ptx::let_next_grid_start();  // the Q pass, when it follows, takes the SMs this one leaves
   const uint32_t total = nk + nv;
   const uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
   // K tiles spread evenly among V's (K's tiles can hold twice V's rows): K tiles before
@@ -23,7 +26,8 @@ __global__ void __launch_bounds__(rows::kThreads, 2)
   const uint32_t k_before = static_cast<uint32_t>(static_cast<uint64_t>(n) * nk / total);
   const uint32_t k_upto = static_cast<uint32_t>(static_cast<uint64_t>(n + 1) * nk / total);
   if (k_upto > k_before) {
-    rows::quantize_rows_tile<kRotate, kScale>(k, rows::tile_of(k_before, k.x.heads, k_tiles));
+    // K is complete: the statistics pass read it.
+    rows::quantize_rows_tile<kRotate, kScale, true>(k, rows::tile_of(k_before, k.x.heads, k_tiles));
   } else {
     vt::quantize_vt_tile(v, rows::tile_of(n - k_before, v.v.heads, v_tiles));
   }
@@ -37,9 +41,11 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   const int64_t nk = static_cast<int64_t>(k_tiles) * k.x.heads * k.x.batch;
   const int64_t nv = static_cast<int64_t>(v_tiles) * v.v.heads * v.v.batch;
   if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  quantize_kv_kernel<kRotate, kScale><<<static_cast<unsigned>(nk + nv), rows::kThreads, 0, stream>>>(
-      k, v, static_cast<uint32_t>(nk), static_cast<uint32_t>(nv), k_tiles, v_tiles);
-  return cudaGetLastError();
+  // After the statistics' finalize step, which writes the means and scales read here.
+  return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
+                      dim3(rows::kThreads), stream, k, v, static_cast<uint32_t>(nk),
+                      static_cast<uint32_t>(nv), static_cast<uint32_t>(k_tiles),
+                      static_cast<uint32_t>(v_tiles));
 }
 
 }  // namespace

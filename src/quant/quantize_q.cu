@@ -1,6 +1,7 @@
 // The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every 128-row tile of every (batch, head),
 // head fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
 #include "quant/launch.h"
+#include "quant/pdl.h"
 #include "quant/rows_tile.cuh"
 
 namespace fp8attn::quant {
@@ -8,7 +9,7 @@ namespace {
 
 template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(rows::kThreads, 2) quantize_q_kernel(RowQuantArgs a, int tiles) {
-  rows::quantize_rows_tile<kRotate, kScale>(a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
+  rows::quantize_rows_tile<kRotate, kScale, false>(a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
 }
 
 template <bool kRotate, rows::Scale kScale>
@@ -16,9 +17,10 @@ cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
   constexpr int kRows = rows::kTileRows<kScale>;
   const int tiles = (a.x.seqlen + kRows - 1) / kRows;
   const int64_t ctas = static_cast<int64_t>(tiles) * a.x.heads * a.x.batch;
-  quantize_q_kernel<kRotate, kScale>
-      <<<static_cast<unsigned>(ctas), rows::kThreads, 0, stream>>>(a, tiles);
-  return cudaGetLastError();
+  // Whatever ran before on the stream (the K/V pass, or the kernel writing Q): the tile waits
+  // for it before its first load.
+  return launch_after(quantize_q_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(ctas)),
+                      dim3(rows::kThreads), stream, a, tiles);
 }
 
 template <bool kRotate>

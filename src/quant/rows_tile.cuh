@@ -5,6 +5,7 @@
 // written as E4M3 (8-byte stores, whole sectors). Used by quantize_q.cu and quantize_kv.cu.
 #pragma once
 
+#include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
 
@@ -43,7 +44,11 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
   return t;
 }
 
-template <bool kRotate, Scale kScale>
+// kInputReady: the input was complete before the previous kernel of the stream ended (K: the
+// statistics pass read it), so a tile loads its first rows before waiting for that kernel
+// (quant/pdl.h), with .nc loads. Otherwise (Q: the previous kernel may be the one writing it)
+// it waits first and loads coherently.
+template <bool kRotate, Scale kScale, bool kInputReady>
 __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
   constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
   const int lane = threadIdx.x % kL;
@@ -58,7 +63,8 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
   auto load = [&]<bool kTail>(int s, const uint16_t* row, uint4 (&raw)[kChunks]) {
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
-      raw[hi] = !kTail || s < S ? ld_u32x4_here(row + Lanes::channel(hi, 0, 0))
+      const uint16_t* p = row + Lanes::channel(hi, 0, 0);
+      raw[hi] = !kTail || s < S ? (kInputReady ? ld_u32x4_here(p) : ld_u32x4_coherent_here(p))
                                 : make_uint4(0, 0, 0, 0);
     }
   };
@@ -160,11 +166,13 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     // CTA's amax.
     __shared__ float warp_amax[kThreads / 32];
     uint4 raw[kPasses][kChunks];
+    if constexpr (!kInputReady) ptx::wait_for_previous_grid();
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
       const int s = s_first + p * kRowsPerPass;
       load.template operator()<true>(s, row_ptr(s), raw[p]);
     }
+    if constexpr (kInputReady) ptx::wait_for_previous_grid();  // before the mean, any write
     float x[kPasses][kValues];
     float m = 0.0f;
 #pragma unroll
@@ -195,34 +203,35 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     // One row at a time, two rows' loads in flight: row s + 2 * kRowsPerPass is loaded into the
     // registers of row s as soon as they are converted (a rolled loop: no overlap of rows, so
     // no register pressure beyond two rows).
-    // Rows are addressed by pointers advanced one pass at a time, and bounds are checked only
-    // in a tile that reaches the end (kTail).
+    // Bounds are checked only in a tile that reaches the end (kTail). Each row's conversion is
+    // pinned before the load that refills its registers (computed_here): both loads in flight
+    // then have a whole iteration to arrive, and the loop needs no register copies.
     static_assert(kPasses % 2 == 0);
-    GroupScale known{1.0f, 1.0f};
-    if constexpr (kScale == Scale::kKnown) known.inv = __ldg(a.scale_inv + bh);
     auto rolled = [&]<bool kTail>() {
-      const int64_t in_step = kRowsPerPass * a.x.stride_s;
-      const int64_t out_step = static_cast<int64_t>(kRowsPerPass) * a.x.heads * kHeadDim;
-      const uint16_t* next = row_ptr(s_first + 2 * kRowsPerPass);  // the next row to load
-      uint8_t* dst = out_ptr(s_first);
+      uint4 ra[kChunks], rb[kChunks];
+      if constexpr (!kInputReady) ptx::wait_for_previous_grid();
+      load.template operator()<kTail>(s_first, row_ptr(s_first), ra);
+      load.template operator()<kTail>(s_first + kRowsPerPass, row_ptr(s_first + kRowsPerPass), rb);
+      if constexpr (kInputReady) ptx::wait_for_previous_grid();  // before scale, mean, writes
+      GroupScale known{1.0f, 1.0f};
+      if constexpr (kScale == Scale::kKnown) known.inv = ld_f32_coherent(a.scale_inv + bh);
       auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
         const bool valid = !kTail || s < S;
         float x[kValues];
         convert(raw, x);
-        if (more) load.template operator()<kTail>(s + 2 * kRowsPerPass, next, raw);
-        next += in_step;
+        computed_here(x);  // raw's registers are free: refill them
+        if (more) {
+          const int s_next = s + 2 * kRowsPerPass;
+          load.template operator()<kTail>(s_next, row_ptr(s_next), raw);
+        }
         transform(s, valid, x);
         GroupScale g = known;
         if constexpr (kScale == Scale::kRow) {
           g = group_scale(row_amax(valid, x));
           g.descale = __fmul_rn(g.descale, a.descale_factor);
         }
-        store(s, valid, dst, x, g);
-        dst += out_step;
+        store(s, valid, out_ptr(s), x, g);
       };
-      uint4 ra[kChunks], rb[kChunks];
-      load.template operator()<kTail>(s_first, row_ptr(s_first), ra);
-      load.template operator()<kTail>(s_first + kRowsPerPass, row_ptr(s_first + kRowsPerPass), rb);
 #pragma unroll 1
       for (int p = 0; p < kPasses; p += 2) {
         const int s = s_first + p * kRowsPerPass;

@@ -5,6 +5,7 @@
 // one OR give the word, and the 16 pairs of a warp store 64 contiguous bytes per V^T row.
 #pragma once
 
+#include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
 #include "quant/rows_tile.cuh"
@@ -36,15 +37,18 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
                            : make_uint4(0, 0, 0, 0);
     }
   }
+  // V was complete before the statistics pass read it: only the mean and scale wait for the
+  // previous kernel (the statistics' finalize step).
+  ptx::wait_for_previous_grid();
   float mean[8], inv[8];
   {
-    const float4* pi = reinterpret_cast<const float4*>(a.v_inv + bh * kHeadDim + c0);
-    const float4 i0 = __ldg(pi), i1 = __ldg(pi + 1);
+    const float* pi = a.v_inv + bh * kHeadDim + c0;
+    const float4 i0 = ld_f32x4_coherent(pi), i1 = ld_f32x4_coherent(pi + 4);
     inv[0] = i0.x, inv[1] = i0.y, inv[2] = i0.z, inv[3] = i0.w;
     inv[4] = i1.x, inv[5] = i1.y, inv[6] = i1.z, inv[7] = i1.w;
     if (a.v_mean != nullptr) {
-      const float4* pm = reinterpret_cast<const float4*>(a.v_mean + bh * kHeadDim + c0);
-      const float4 m0 = __ldg(pm), m1 = __ldg(pm + 1);
+      const float* pm = a.v_mean + bh * kHeadDim + c0;
+      const float4 m0 = ld_f32x4_coherent(pm), m1 = ld_f32x4_coherent(pm + 4);
       mean[0] = m0.x, mean[1] = m0.y, mean[2] = m0.z, mean[3] = m0.w;
       mean[4] = m1.x, mean[5] = m1.y, mean[6] = m1.z, mean[7] = m1.w;
     }

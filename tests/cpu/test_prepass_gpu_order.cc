@@ -94,6 +94,85 @@ void replay_hadamard_lanes_v2(const uint16_t* codes, uint64_t seed,
   }
 }
 
+// kv_stats.cu's rotation of K (quant/lanes.h StatsTranspose): the sign flips and strides 1, 2,
+// 4 of hadamard_lanes<8> in its layout, the row written to a buffer at pos(l, j) and read back by
+// lane j from row_start(j) (word m = k(m)), then strides 8 .. 64 over k in the lane. Out:
+// y[j][k] = channel 8 k + j.
+void replay_stats_rotation(const uint16_t* codes, uint64_t seed, float (&y)[8][16]) {
+  using Tr = q::StatsTranspose;
+  using Lanes = q::RowLanes<q::kStatsLanes>;
+  static_assert(q::kStatsLanes == 8 && Lanes::kChunks == 2);
+  float x[8][16];
+  uint32_t neg[4] = {0, 0, 0, 0};
+  for (int c = 0; c < kD; ++c) {
+    if (fp8attn_hadamard_sign_negative(seed, c)) neg[c / 32] |= 1u << (c % 32);
+  }
+  for (int lane = 0; lane < 8; ++lane) {
+    for (int hi = 0; hi < 2; ++hi) {
+      for (int p = 0; p < 4; ++p) {
+        const int c = Lanes::channel(hi, lane, 2 * p);
+        const uint32_t b = (neg[c >> 5] >> (c & 31)) & 3u;
+        const uint32_t mask = ((b & 1u) << 15) | ((b & 2u) << 30);
+        const uint32_t w = (uint32_t(codes[c]) | (uint32_t(codes[c + 1]) << 16)) ^ mask;
+        x[lane][8 * hi + 2 * p] = from_bits(w << 16);
+        x[lane][8 * hi + 2 * p + 1] = from_bits(w & 0xFFFF0000u);
+      }
+      for (int h = 1; h < 8; h *= 2) {
+        for (int j = 0; j < 8; ++j) {
+          if (j & h) continue;
+          const float a = x[lane][8 * hi + j], b = x[lane][8 * hi + j + h];
+          x[lane][8 * hi + j] = a + b;
+          x[lane][8 * hi + j + h] = a - b;
+        }
+      }
+    }
+  }
+  std::vector<float> buf(Tr::kSlot, NAN);
+  std::set<int> written;
+  for (int l = 0; l < 8; ++l) {
+    for (int j = 0; j < 8; ++j) {
+      const int p = Tr::pos(l, j);
+      ASSERT_TRUE(p + 1 < Tr::kSlot && p % 2 == 0);  // 8-byte aligned, inside the row's buffer
+      ASSERT_TRUE(written.insert(p).second && written.insert(p + 1).second);
+      buf[p] = x[l][j], buf[p + 1] = x[l][8 + j];
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    ASSERT_EQ(Tr::row_start(j) % 4, 0);  // 16-byte loads
+    for (int m = 0; m < 16; ++m) y[j][Tr::k(m)] = buf[Tr::row_start(j) + m];
+    for (int h = 1; h < 16; h *= 2) {
+      for (int k = 0; k < 16; ++k) {
+        if (k & h) continue;
+        const float a = y[j][k], b = y[j][k + h];
+        y[j][k] = a + b;
+        y[j][k + h] = a - b;
+      }
+    }
+  }
+}
+
+TEST(PrepassGpuOrder, StatsRotationEqualsTheMirror) {
+  const uint64_t seed = fresh_seed("stats rotation");
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n01;
+  for (int trial = 0; trial < 64; ++trial) {
+    uint16_t codes[kD];
+    float row[kD];
+    for (int c = 0; c < kD; ++c) {
+      codes[c] = float_to_bf16(n01(rng) * (1 + trial));
+      row[c] = bf16_to_float(codes[c]);
+    }
+    float y[8][16];
+    replay_stats_rotation(codes, seed + trial, y);
+    hadamard_rotate_128(row, seed + trial);
+    for (int j = 0; j < 8; ++j) {
+      for (int k = 0; k < 16; ++k) {
+        ASSERT_TRUE(same_bits(y[j][k], row[8 * k + j])) << "channel " << 8 * k + j;
+      }
+    }
+  }
+}
+
 template <int L>
 void expect_lanes_equal_mirror(uint64_t seed) {
   using Lanes = q::RowLanes<L>;
@@ -273,7 +352,7 @@ TEST(PrepassGpuOrder, LseBiasLanesEqualTheMirror) {
 }
 
 // kv_stats.cu: a CTA per (tensor, b, h, group of 16 chunks); slot t / 8 sums its chunk of 32 keys
-// in key order (lane t % 8 holds 16 channels of each rotated row), thread c adds the group's
+// in key order (lane t % 8 holds 16 channels of each row; rotated: StatsTranspose's layout), thread c adds the group's
 // chunk sums in chunk order (chunks from sk on: none); the finalize adds the group sums in order,
 // mean = sum / n, V's amax from max / min, K's per-head amax the max over channels of its
 // channels' amax.
@@ -281,7 +360,6 @@ TEST(PrepassGpuOrder, ChannelStatisticsEqualTheMirror) {
   const uint64_t seed = fresh_seed("channel statistics");
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> n01;
-  using Lanes = q::RowLanes<q::kStatsLanes>;
   const int chunk = FP8ATTN_QUANT_STATS_CHUNK, group = FP8ATTN_QUANT_STATS_GROUP;
   ASSERT_EQ(q::kStatsThreads, group * q::kStatsLanes);
   for (const int sk : {1, 200, 1000, 4097}) {
@@ -309,13 +387,11 @@ TEST(PrepassGpuOrder, ChannelStatisticsEqualTheMirror) {
               codes[c] = kv.at(bi, s, hi_, c);
               vrow[size_t(s) * kD + c] = bf16_to_float(vv.at(bi, s, hi_, c));
             }
-            float lanes[q::kStatsLanes][Lanes::kValues];
-            if (rotate) {
-              replay_hadamard_lanes_v2<q::kStatsLanes>(codes, seed, lanes);
-              for (int l = 0; l < q::kStatsLanes; ++l)
-                for (int hh = 0; hh < Lanes::kChunks; ++hh)
-                  for (int j = 0; j < 8; ++j)
-                    krow[size_t(s) * kD + Lanes::channel(hh, l, j)] = lanes[l][8 * hh + j];
+            if (rotate) {  // kv_stats.cu's rotation: lane j holds channels 8 k + j
+              float y[8][16];
+              replay_stats_rotation(codes, seed, y);
+              for (int j = 0; j < 8; ++j)
+                for (int k = 0; k < 16; ++k) krow[size_t(s) * kD + 8 * k + j] = y[j][k];
             } else {
               for (int c = 0; c < kD; ++c) krow[size_t(s) * kD + c] = bf16_to_float(codes[c]);
             }

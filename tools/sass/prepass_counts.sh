@@ -16,6 +16,9 @@ else
 fi
 echo "# pre-pass SASS, sm_90a, $(nvcc --version | tail -1)"
 echo "# source: ${REV:-working tree at $(git rev-parse --short=12 HEAD)}"
+# Lanes per row of the Q/K row pass and of the statistics pass (tools/sass/prepass_bw_predict.py).
+lanes() { sed -n "s/^inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$tmp/src/quant/lanes.h"; }
+echo "# lanes: rows $(lanes kRowLanes), stats $(lanes kStatsLanes)"
 for f in kv_stats quantize_q quantize_kv; do
   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
     -Xptxas=-v -I"$tmp/include" -I"$tmp/src" -cubin -o "$tmp/$f.cubin" "$tmp/src/quant/$f.cu" \

@@ -7,22 +7,27 @@ Usage: prepass_predict.py BASE.txt NEW.txt"""
 import re
 import sys
 
-# kernel, which loop (rotated: has SHFL; else the V loop), work per thread per iteration, bytes
-# per thread per iteration (read + written)
+# kernel, which loop (rotated: rotated_loop; else the V loop), which lanes per row (the
+# listing's "# lanes:" header, default 4 for rows and 8 for the statistics), bytes per channel of
+# an iteration: 2 rows of Q/K (128 / L channels each, 3 bytes per channel read + written) or
+# 4 keys of the statistics (128 / L channels, 2 bytes read).
 CASES = [
-    ("kv_group_stats_kernelILb1ELb1E", True, "4 keys of K, 16 channels", 4 * 32),
-    ("kv_group_stats_kernelILb1ELb1E", False, "4 keys of V, 16 channels", 4 * 32),
-    ("quantize_q_kernelILb1ELNS0_4rows5ScaleE0E", True, "2 rows of Q, 32 channels", 2 * 96),
-    ("quantize_kv_kernelILb1ELNS0_4rows5ScaleE2E", True, "2 rows of K, 32 channels", 2 * 96),
-    ("quantize_q_kernelILb0ELNS0_4rows5ScaleE0E", False, "2 rows of Q, no rotation", 2 * 96),
-    ("quantize_kv_kernelILb0ELNS0_4rows5ScaleE2E", False, "2 rows of K, no rotation", 2 * 96),
+    ("kv_group_stats_kernelILb1ELb1E", True, "4 keys of K, statistics", "stats", 4 * 2),
+    ("kv_group_stats_kernelILb1ELb1E", False, "4 keys of V, statistics", "stats", 4 * 2),
+    ("quantize_q_kernelILb1ELNS0_4rows5ScaleE0E", True, "2 rows of Q", "rows", 2 * 3),
+    ("quantize_kv_kernelILb1ELNS0_4rows5ScaleE2E", True, "2 rows of K", "rows", 2 * 3),
+    ("quantize_q_kernelILb0ELNS0_4rows5ScaleE0E", False, "2 rows of Q, no rotation", "rows", 2 * 3),
+    ("quantize_kv_kernelILb0ELNS0_4rows5ScaleE2E", False, "2 rows of K, no rotation", "rows", 2 * 3),
 ]
 
 
 def loops(path):
-    out, cur = {}, None
+    out, cur = {"lanes": {"rows": 4, "stats": 8}}, None
     lines = open(path).read().splitlines()
     for i, ln in enumerate(lines):
+        m = re.match(r"# lanes: rows (\d+), stats (\d+)", ln)
+        if m:
+            out["lanes"] = {"rows": int(m.group(1)), "stats": int(m.group(2))}
         m = re.match(r"== (\S+): \d+ instructions", ln)
         if m:
             cur = m.group(1)
@@ -34,16 +39,25 @@ def loops(path):
     return out
 
 
+def rotated_loop(hist):
+    """A loop that rotates: the butterflies' adds (an unrotated loop has at most ~80 FADD)."""
+    return hist.get("FADD", 0) >= 200
+
+
 def pick(ls, kernel, rotated):
-    name = next(k for k in ls if k.startswith(kernel))
-    cand = [(n, h) for n, h in ls[name] if ("SHFL" in h and h["SHFL"] > 16) == rotated]
+    name = next(k for k in ls if k != "lanes" and k.startswith(kernel))
+    cand = [(n, h) for n, h in ls[name] if rotated_loop(h) == rotated]
     return min(cand, key=lambda c: c[0])  # the full-tile loop (a tail copy has the checks)
 
 
 base, new = loops(sys.argv[1]), loops(sys.argv[2])
 print(f"# steady-state loop instructions per thread (static SASS), {sys.argv[1]} -> {sys.argv[2]}")
-print(f"{'loop':44s} {'base':>6s} {'new':>6s} {'base/B':>7s} {'new/B':>7s} {'change':>7s}")
-for kernel, rotated, what, nbytes in CASES:
+print(f"{'loop (per thread; per byte)':44s} {'base':>6s} {'new':>6s} {'base/B':>7s} {'new/B':>7s} "
+      f"{'change/B':>8s}")
+for kernel, rotated, what, part, per_channel in CASES:
     (nb, hb), (nn, hn) = pick(base, kernel, rotated), pick(new, kernel, rotated)
-    print(f"{what:44s} {nb:6d} {nn:6d} {nb / nbytes:7.2f} {nn / nbytes:7.2f} {nn / nb - 1:+7.1%}"
+    lb, ln = base["lanes"][part], new["lanes"][part]
+    bb, bn = per_channel * 128 // lb, per_channel * 128 // ln
+    what = f"{what} (L {lb}->{ln})" if lb != ln else f"{what} ({128 // lb} channels)"
+    print(f"{what:44s} {nb:6d} {nn:6d} {nb / bb:7.2f} {nn / bn:7.2f} {(nn / bn) / (nb / bb) - 1:+8.1%}"
           f"   spills in loop: LDL {hb.get('LDL', 0)}->{hn.get('LDL', 0)}")
