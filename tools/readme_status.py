@@ -28,18 +28,20 @@ def main(path):
 
     lines = [BEGIN, "", f"From `{rel}` (commit {d['commit']}, {d['gpu_name'] if 'gpu_name' in d else d['gpu']}, "
              f"{d['date']}): GPU tests {d['tests']['passed']} passed, {d['tests']['failed']} failed.", "",
-             "| seed shape b=2 s=8192 h=32 d=128 | fp8attn | fp8attn P hi+lo | SDPA cuDNN BF16 | fp8attn / cuDNN | target |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| seed shape b=2 s=8192 h=32 d=128 | fp8attn | fp8attn P hi+lo | fp8attn P FP16 | SDPA cuDNN BF16 | fp8attn / cuDNN | target |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    fmt = lambda x: f"{x:.0f}" if x else "-"
     for causal, target in ((False, 1.38), (True, 1.47)):
         f, hl, cu = tf("fp8attn", causal), tf("fp8attn_p_hilo", causal), tf("sdpa_cudnn_bf16", causal)
+        f16 = tf("fp8attn_p_fp16", causal)
         ratio = f / cu if f and cu else None
-        lines.append(f"| {'causal' if causal else 'non-causal'} | {f:.0f} | {hl:.0f} | {cu:.0f} | "
+        lines.append(f"| {'causal' if causal else 'non-causal'} | {fmt(f)} | {fmt(hl)} | {fmt(f16)} | {fmt(cu)} | "
                      f"{ratio:.3f} | {target} ({'met' if ratio and ratio >= target else 'not met'}) |")
     lines += ["", "Accuracy, RMSE as a multiple of SDPA BF16's end-to-end RMSE on the same data (bound: 2). "
               "Inputs quantized by the harness's FA3-like per-head amax/448 scales (bench/harness.py); "
               "captured rows: 2048 tokens, KV head 0 of each layer:", "",
-              "| dataset | causal | fp8attn end-to-end | fp8attn kernel-only | hi+lo kernel-only | floor (inputs rounded to E4M3) |",
-              "|---|---|---:|---:|---:|---:|"]
+              "| dataset | causal | fp8attn end-to-end | fp8attn kernel-only | hi+lo kernel-only | FP16 P kernel-only | floor (inputs rounded to E4M3) |",
+              "|---|---|---:|---:|---:|---:|---:|"]
     datasets = sorted({r["dataset"] for r in d["accuracy"]})
     for ds in datasets:
         for causal in (False, True):
@@ -48,7 +50,8 @@ def main(path):
                 continue
             cells = []
             for method, ref in (("fp8attn", "end_to_end"), ("fp8attn", "kernel_only"),
-                                ("fp8attn_p_hilo", "kernel_only"), ("fp8attn", "floor")):
+                                ("fp8attn_p_hilo", "kernel_only"), ("fp8attn_p_fp16", "kernel_only"),
+                                ("fp8attn", "floor")):
                 r = acc(ds, causal, method, ref)
                 cells.append(f"{r['rmse'] / base['rmse']:.2f}" if r else "-")
             if any(c != "-" for c in cells):
