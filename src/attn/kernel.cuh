@@ -559,12 +559,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   PipelineState<2> qs;  // Q buffer of the current tile (tiles with keys to visit only)
   for (;;) {
     ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
-    // Broadcast from lane 0: the compiler then knows the tile, the key range and the loop
-    // counters derived from it are warp-uniform, and keeps the wgmma descriptors' arithmetic in
-    // uniform registers.
-    const Tile tile{__shfl_sync(0xffffffff, sm.tile[sched.stage].m_block, 0),
-                    __shfl_sync(0xffffffff, sm.tile[sched.stage].head, 0),
-                    __shfl_sync(0xffffffff, sm.tile[sched.stage].batch, 0)};
+    const Tile tile = sm.tile[sched.stage];
     release(&sm.tile_empty[sched.stage]);
     sched.advance();
     if (tile.m_block < 0) break;  // the end
