@@ -178,6 +178,24 @@ __device__ __forceinline__ void fill_sign_table(const uint32_t (&neg)[4], SignTa
   reinterpret_cast<uint32_t*>(&t.m[lane][hi])[p] = ((bits & 1u) << 15) | ((bits & 2u) << 30);
 }
 
+// All kChunks x 4 mask words of this lane, as SignTable holds them, computed in registers (for a
+// thread that keeps them across its rows). Channel RowLanes<L>::channel(hi, lane, 2p) is bit
+// 8 lane + 2p of word hi of the seed's bits when 8 L = 32.
+template <int L>
+__device__ __forceinline__ void sign_masks_of_lane(const uint32_t (&neg)[4], int lane,
+                                                   uint32_t (&mask)[RowLanes<L>::kChunks][4]) {
+  static_assert(8 * L == 32, "run hi of the L lanes is word hi of the seed's bits");
+#pragma unroll
+  for (int hi = 0; hi < RowLanes<L>::kChunks; ++hi) {
+    const uint32_t w = neg[hi] >> (8 * lane);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const uint32_t bits = (w >> (2 * p)) & 3u;
+      mask[hi][p] = ((bits & 1u) << 15) | ((bits & 2u) << 30);
+    }
+  }
+}
+
 // The 4 mask words of run hi of this lane, loaded here (volatile: not hoisted out of a loop).
 template <int L>
 __device__ __forceinline__ void sign_masks_here(const SignTable<L>& t, int lane, int hi,

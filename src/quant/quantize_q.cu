@@ -1,5 +1,5 @@
-// The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every 128-row tile of every (batch, head),
-// head fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
+// The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every tile of every (batch, head), head
+// fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/rows_tile.cuh"
@@ -7,9 +7,26 @@
 namespace fp8attn::quant {
 namespace {
 
+// Per row (the default): 128 threads, 8 rows each, 3 CTAs per SM (168 registers), holding
+// their lane's sign masks and k_mean runs in registers: a row then reads no shared memory and
+// nothing but itself from L1 (two rows' loads in flight per thread: 48 KB per SM). Per tile:
+// every row of the tile in registers until its amax, 256 threads, 2 CTAs per SM (128 registers),
+// the constants reloaded per row.
+template <rows::Scale kScale>
+struct QTile {
+  static constexpr bool kPerRow = kScale == rows::Scale::kRow;
+  static constexpr int kThreads = kPerRow ? 128 : 256;
+  static constexpr int kCtasPerSm = kPerRow ? 3 : 2;
+  static constexpr rows::Constants kConstants =
+      kPerRow ? rows::Constants::kHeld : rows::Constants::kReload;
+};
+
 template <bool kRotate, rows::Scale kScale>
-__global__ void __launch_bounds__(rows::kThreads, 2) quantize_q_kernel(RowQuantArgs a, int tiles) {
-  rows::quantize_rows_tile<kRotate, kScale, false>(a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
+__global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
+    quantize_q_kernel(RowQuantArgs a, int tiles) {
+  using T = QTile<kScale>;
+  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants>(
+      a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
 }
 
 template <bool kRotate, rows::Scale kScale>
@@ -20,7 +37,7 @@ cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
   // Whatever ran before on the stream (the K/V pass, or the kernel writing Q): the tile waits
   // for it before its first load.
   return launch_after(quantize_q_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(ctas)),
-                      dim3(rows::kThreads), stream, a, tiles);
+                      dim3(QTile<kScale>::kThreads), stream, a, tiles);
 }
 
 template <bool kRotate>

@@ -1,8 +1,9 @@
 // One tile of the fused pass for Q and K rows (FP8ATTN_QUANT_VARIANT=v2): 128 or 256 rows of one
-// (batch, head), 256 threads, 4 lanes per row (quant/lanes.h). Each row is read once (16-byte
-// loads, every warp instruction whole 32-byte sectors), rotated (signs folded into the BF16
-// conversion, two butterfly stages across lanes), smoothed (K, in the rotated basis), scaled and
-// written as E4M3 (8-byte stores, whole sectors). Used by quantize_q.cu and quantize_kv.cu.
+// (batch, head), 256 threads (Q scaled per row: 128), 4 lanes per row (quant/lanes.h). Each row
+// is read once (16-byte loads, every warp instruction whole 32-byte sectors), rotated (signs
+// folded into the BF16 conversion, two butterfly stages across lanes), smoothed (K, in the
+// rotated basis), scaled and written as E4M3 (8-byte stores, whole sectors). Used by
+// quantize_q.cu and quantize_kv.cu.
 #pragma once
 
 #include "ptx/griddep.cuh"
@@ -11,20 +12,28 @@
 
 namespace fp8attn::quant::rows {
 
-inline constexpr int kThreads = 256;
+inline constexpr int kThreads = 256;            // the K/V pass's CTAs (vt_tile.cuh too)
 inline constexpr int kL = kRowLanes;
 using Lanes = RowLanes<kL>;
 inline constexpr int kValues = Lanes::kValues;   // 32 per thread
 inline constexpr int kChunks = Lanes::kChunks;   // 4 runs of 8 channels
-inline constexpr int kRowsPerPass = kThreads / kL;
 inline constexpr int kScaleTileRows = 128;       // a K scale block (FP8ATTN_K_SCALE_BLOCK)
+
+// Where a thread finds its lane's per-(b, h) constants (the sign masks of its 32 channels,
+// Q's k_mean run values) in the row loop: reloaded for every row (the sign table in shared
+// memory, k_mean from L1: 4 16-byte shared loads and 8 16-byte L1 loads a row) so that a
+// 256-thread CTA fits 2 per SM in 128 registers; or held in 48 registers across the thread's
+// rows, loaded once (the Q pass's row-scaled tile: 128 threads, 3 CTAs per SM, 168 registers;
+// Q rows only: RowQuantArgs::mean is ignored).
+enum class Constants { kReload, kHeld };
 
 // Where a row's scale comes from: its own amax, the amax of its 128-row tile, or a known value
 // per (batch, head) (K per head: the statistics pass computed it).
 enum class Scale { kRow, kTile, kKnown };
 
 // Rows per CTA: one scale tile, or (scale per row or known) 256 rows, whose per-thread set-up
-// (sign masks, indices) is then spread over 4 rows, 2 of them in flight at any time.
+// (sign masks, indices; k_mean when held) is then spread over 4 rows (256 threads) or 8 (128),
+// 2 of them in flight at any time.
 template <Scale kScale>
 inline constexpr int kTileRows = kScale == Scale::kTile ? kScaleTileRows : 256;
 
@@ -48,9 +57,13 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
 // statistics pass read it), so a tile loads its first rows before waiting for that kernel
 // (quant/pdl.h), with .nc loads. Otherwise (Q: the previous kernel may be the one writing it)
 // it waits first and loads coherently.
-template <bool kRotate, Scale kScale, bool kInputReady>
+template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kThreads,
+          Constants kConstants = Constants::kReload>
 __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
+  constexpr int kRowsPerPass = kThreads / kL;
   constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
+  constexpr bool kHeld = kConstants == Constants::kHeld;
+  static_assert(!kHeld || kScale != Scale::kTile, "the tile scale holds every row's values");
   const int lane = threadIdx.x % kL;
   const int S = a.x.seqlen;
   const int64_t bh = static_cast<int64_t>(t.b) * a.x.heads + t.head;
@@ -76,13 +89,20 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
   float* const descale_row = a.descale_per_row ? a.descale + bh * S : nullptr;
 
   __shared__ SignTable<kL> signs;
-  if constexpr (kRotate) {
+  if constexpr (kRotate && !kHeld) {
     fill_sign_table<kL>(a.negate_bits, signs);
     __syncthreads();
   }
+  // Held: this lane's 16 mask words (from the seed's bits, no table) and, once the previous
+  // grid is done, k_mean's runs. (The compiler still recomputes a few masks in the loop from the
+  // seed's bits in the constant bank: ALU, not MIO.)
+  uint32_t held_mask[kHeld ? kChunks : 1][4];
+  if constexpr (kHeld && kRotate) sign_masks_of_lane<kL>(a.negate_bits, lane, held_mask);
+  float held_km[kHeld ? kValues : 1];
   // K's mean and Q's k_mean (per (b, h), 512 bytes: L1 hits) are loaded per run where they are
-  // used, not held in 32 registers across the tile.
-  const float* mean = a.mean != nullptr ? a.mean + bh * kHeadDim : nullptr;
+  // used (kReload), not held in 32 registers across the tile.
+  // (Held is the Q pass's, which has no mean: kept out of its registers.)
+  const float* mean = !kHeld && a.mean != nullptr ? a.mean + bh * kHeadDim : nullptr;
   const float* km = nullptr;
   if (a.lse_bias != nullptr && a.k_mean != nullptr) {
     km = a.k_mean + (static_cast<int64_t>(t.b) * (a.x.heads / a.heads_per_kv) +
@@ -93,7 +113,9 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
   auto convert = [&](const uint4 (&raw)[kChunks], float (&x)[kValues]) {
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
-      if constexpr (kRotate) {
+      if constexpr (kRotate && kHeld) {
+        bf16x8_to_float_signed(raw[hi], held_mask[hi], &x[8 * hi]);
+      } else if constexpr (kRotate) {
         uint32_t mask[4];
         sign_masks_here<kL>(signs, lane, hi, mask);
         bf16x8_to_float_signed(raw[hi], mask, &x[8 * hi]);
@@ -124,7 +146,12 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
 #pragma unroll
         for (int hi = 0; hi < kChunks; ++hi) {
           float m[8];
-          ld_f32x8_here(km + Lanes::channel(hi, lane, 0), m);
+          if constexpr (kHeld) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) m[j] = held_km[8 * hi + j];
+          } else {
+            ld_f32x8_here(km + Lanes::channel(hi, lane, 0), m);
+          }
           float acc = 0.0f;
 #pragma unroll
           for (int j = 0; j < 8; ++j) acc = __fmaf_rn(x[8 * hi + j], m[j], acc);
@@ -213,6 +240,18 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       load.template operator()<kTail>(s_first, row_ptr(s_first), ra);
       load.template operator()<kTail>(s_first + kRowsPerPass, row_ptr(s_first + kRowsPerPass), rb);
       if constexpr (kInputReady) ptx::wait_for_previous_grid();  // before scale, mean, writes
+      if constexpr (kHeld) {
+        // k_mean: 0 where absent (then unused). Loaded once: the loop reads only registers.
+#pragma unroll
+        for (int hi = 0; hi < kChunks; ++hi) {
+          if (km != nullptr) {
+            ld_f32x8_here(km + Lanes::channel(hi, lane, 0), &held_km[8 * hi]);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) held_km[8 * hi + j] = 0.0f;
+          }
+        }
+      }
       GroupScale known{1.0f, 1.0f};
       if constexpr (kScale == Scale::kKnown) known.inv = ld_f32_coherent(a.scale_inv + bh);
       auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
