@@ -59,9 +59,9 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   // After the statistics' finalize step, which writes the means and scales read here.
   return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
-                      dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v, static_cast<uint32_t>(nk),
-                      static_cast<uint32_t>(nv), static_cast<uint32_t>(k_tiles),
-                      static_cast<uint32_t>(v_tiles));
+                      dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
+                      static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
+                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
 }
 
 }  // namespace

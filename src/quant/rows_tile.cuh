@@ -1,9 +1,9 @@
 // One tile of the fused pass for Q and K rows (FP8ATTN_QUANT_VARIANT=v2): 128 or 256 rows of one
-// (batch, head), 256 threads (Q scaled per row, rotated K scaled per head: 128), 4 lanes per row (quant/lanes.h). Each row
-// is read once (16-byte loads, every warp instruction whole 32-byte sectors), rotated (signs
-// folded into the BF16 conversion, two butterfly stages across lanes), smoothed (K, in the
-// rotated basis), scaled and written as E4M3 (8-byte stores, whole sectors). Used by
-// quantize_q.cu and quantize_kv.cu.
+// (batch, head), 256 threads (Q scaled per row, rotated K scaled per head: 128), 4 lanes per row
+// (quant/lanes.h). Each row is read once (16-byte loads, every warp instruction whole 32-byte
+// sectors), rotated (signs folded into the BF16 conversion, two butterfly stages across lanes),
+// smoothed (K, in the rotated basis), scaled and written as E4M3 (8-byte stores, whole sectors).
+// Used by quantize_q.cu and quantize_kv.cu.
 #pragma once
 
 #include "ptx/griddep.cuh"
