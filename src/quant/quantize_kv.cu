@@ -12,10 +12,23 @@
 namespace fp8attn::quant {
 namespace {
 
-static_assert(rows::kThreads == vt::kThreads, "one block size for both tiles");
+// Rotated, scale per head (the default): 128 threads, 3 CTAs per SM (168 registers); a K tile's
+// threads hold their lane's sign masks and mean runs in registers across their 8 rows (a row then
+// reads no shared memory and nothing but itself from L1), a V tile is done in two sweeps of 64
+// channels. Otherwise: 256 threads, 2 CTAs per SM (128 registers), K's constants reloaded per row
+// (the tile scale holds every row's values; unrotated, there are no masks to hold).
+template <bool kRotate, rows::Scale kScale>
+struct KvTile {
+  static constexpr bool kHeld = kRotate && kScale == rows::Scale::kKnown;
+  static constexpr int kThreads = kHeld ? 128 : 256;
+  static constexpr int kCtasPerSm = kHeld ? 3 : 2;
+  static constexpr rows::Constants kConstants =
+      kHeld ? rows::Constants::kHeldMean : rows::Constants::kReload;
+};
 
 template <bool kRotate, rows::Scale kScale>
-__global__ void __launch_bounds__(rows::kThreads, 2)
+__global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
+                                  KvTile<kRotate, kScale>::kCtasPerSm)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
                        uint32_t v_tiles) {
   ptx::let_next_grid_start();  // the Q pass, when it follows, takes the SMs this one leaves
@@ -27,9 +40,12 @@ __global__ void __launch_bounds__(rows::kThreads, 2)
   const uint32_t k_upto = static_cast<uint32_t>(static_cast<uint64_t>(n + 1) * nk / total);
   if (k_upto > k_before) {
     // K is complete: the statistics pass read it.
-    rows::quantize_rows_tile<kRotate, kScale, true>(k, rows::tile_of(k_before, k.x.heads, k_tiles));
+    using T = KvTile<kRotate, kScale>;
+    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants>(
+        k, rows::tile_of(k_before, k.x.heads, k_tiles));
   } else {
-    vt::quantize_vt_tile(v, rows::tile_of(n - k_before, v.v.heads, v_tiles));
+    vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(
+        v, rows::tile_of(n - k_before, v.v.heads, v_tiles));
   }
 }
 
@@ -43,9 +59,9 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   // After the statistics' finalize step, which writes the means and scales read here.
   return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
-                      dim3(rows::kThreads), stream, k, v, static_cast<uint32_t>(nk),
-                      static_cast<uint32_t>(nv), static_cast<uint32_t>(k_tiles),
-                      static_cast<uint32_t>(v_tiles));
+                      dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
+                      static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
+                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
 }
 
 }  // namespace

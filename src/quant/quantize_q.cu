@@ -18,7 +18,7 @@ struct QTile {
   static constexpr int kThreads = kPerRow ? 128 : 256;
   static constexpr int kCtasPerSm = kPerRow ? 3 : 2;
   static constexpr rows::Constants kConstants =
-      kPerRow ? rows::Constants::kHeld : rows::Constants::kReload;
+      kPerRow ? rows::Constants::kHeldKMean : rows::Constants::kReload;
 };
 
 template <bool kRotate, rows::Scale kScale>

@@ -1,9 +1,9 @@
 // One tile of the fused pass for Q and K rows (FP8ATTN_QUANT_VARIANT=v2): 128 or 256 rows of one
-// (batch, head), 256 threads (Q scaled per row: 128), 4 lanes per row (quant/lanes.h). Each row
-// is read once (16-byte loads, every warp instruction whole 32-byte sectors), rotated (signs
-// folded into the BF16 conversion, two butterfly stages across lanes), smoothed (K, in the
-// rotated basis), scaled and written as E4M3 (8-byte stores, whole sectors). Used by
-// quantize_q.cu and quantize_kv.cu.
+// (batch, head), 256 threads (Q scaled per row, rotated K scaled per head: 128), 4 lanes per row
+// (quant/lanes.h). Each row is read once (16-byte loads, every warp instruction whole 32-byte
+// sectors), rotated (signs folded into the BF16 conversion, two butterfly stages across lanes),
+// smoothed (K, in the rotated basis), scaled and written as E4M3 (8-byte stores, whole sectors).
+// Used by quantize_q.cu and quantize_kv.cu.
 #pragma once
 
 #include "ptx/griddep.cuh"
@@ -12,20 +12,21 @@
 
 namespace fp8attn::quant::rows {
 
-inline constexpr int kThreads = 256;            // the K/V pass's CTAs (vt_tile.cuh too)
+inline constexpr int kThreads = 256;            // unless the caller holds its constants
 inline constexpr int kL = kRowLanes;
 using Lanes = RowLanes<kL>;
 inline constexpr int kValues = Lanes::kValues;   // 32 per thread
 inline constexpr int kChunks = Lanes::kChunks;   // 4 runs of 8 channels
 inline constexpr int kScaleTileRows = 128;       // a K scale block (FP8ATTN_K_SCALE_BLOCK)
 
-// Where a thread finds its lane's per-(b, h) constants (the sign masks of its 32 channels,
-// Q's k_mean run values) in the row loop: reloaded for every row (the sign table in shared
-// memory, k_mean from L1: 4 16-byte shared loads and 8 16-byte L1 loads a row) so that a
-// 256-thread CTA fits 2 per SM in 128 registers; or held in 48 registers across the thread's
-// rows, loaded once (the Q pass's row-scaled tile: 128 threads, 3 CTAs per SM, 168 registers;
-// Q rows only: RowQuantArgs::mean is ignored).
-enum class Constants { kReload, kHeld };
+// Where a thread finds its lane's per-(b, h) constants (the sign masks of its 32 channels, and
+// the run values of Q's k_mean or K's mean) in the row loop: reloaded for every row (the sign
+// table in shared memory, the runs from L1: 4 16-byte shared loads and 8 16-byte L1 loads a row)
+// so that a 256-thread CTA fits 2 per SM in 128 registers; or held in 48 registers across the
+// thread's rows, loaded once (128 threads, 3 CTAs per SM, 168 registers). kHeldKMean: the Q
+// pass's row-scaled tile (RowQuantArgs::mean is ignored); kHeldMean: the K/V pass's rotated
+// head-scaled K tile (lse_bias and k_mean are ignored).
+enum class Constants { kReload, kHeldKMean, kHeldMean };
 
 // Where a row's scale comes from: its own amax, the amax of its 128-row tile, or a known value
 // per (batch, head) (K per head: the statistics pass computed it).
@@ -62,7 +63,8 @@ template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kTh
 __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
   constexpr int kRowsPerPass = kThreads / kL;
   constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
-  constexpr bool kHeld = kConstants == Constants::kHeld;
+  constexpr bool kHeld = kConstants != Constants::kReload;
+  constexpr bool kHeldMean = kConstants == Constants::kHeldMean;
   static_assert(!kHeld || kScale != Scale::kTile, "the tile scale holds every row's values");
   const int lane = threadIdx.x % kL;
   const int S = a.x.seqlen;
@@ -85,7 +87,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
   auto out_ptr = [&](int s) {
     return a.out + ((static_cast<int64_t>(t.b) * S + s) * a.x.heads + t.head) * kHeadDim;
   };
-  float* const lse_row = a.lse_bias != nullptr ? a.lse_bias + bh * S : nullptr;
+  float* const lse_row = !kHeldMean && a.lse_bias != nullptr ? a.lse_bias + bh * S : nullptr;
   float* const descale_row = a.descale_per_row ? a.descale + bh * S : nullptr;
 
   __shared__ SignTable<kL> signs;
@@ -94,17 +96,18 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     __syncthreads();
   }
   // Held: this lane's 16 mask words (from the seed's bits, no table) and, once the previous
-  // grid is done, k_mean's runs. (The compiler still recomputes a few masks in the loop from the
-  // seed's bits in the constant bank: ALU, not MIO.)
+  // grid is done, the runs of k_mean (Q) or of the mean (K). (The compiler still recomputes a
+  // few masks in the loop from the seed's bits in the constant bank: ALU, not MIO.)
   uint32_t held_mask[kHeld ? kChunks : 1][4];
   if constexpr (kHeld && kRotate) sign_masks_of_lane<kL>(a.negate_bits, lane, held_mask);
-  float held_km[kHeld ? kValues : 1];
+  float held_run[kHeld ? kValues : 1];
   // K's mean and Q's k_mean (per (b, h), 512 bytes: L1 hits) are loaded per run where they are
-  // used (kReload), not held in 32 registers across the tile.
-  // (Held is the Q pass's, which has no mean: kept out of its registers.)
-  const float* mean = !kHeld && a.mean != nullptr ? a.mean + bh * kHeadDim : nullptr;
+  // used (kReload), not held in 32 registers across the tile. A held tile holds one of them and
+  // ignores the other (kept out of its registers).
+  const float* mean = kConstants != Constants::kHeldKMean && a.mean != nullptr
+                          ? a.mean + bh * kHeadDim : nullptr;
   const float* km = nullptr;
-  if (a.lse_bias != nullptr && a.k_mean != nullptr) {
+  if (!kHeldMean && a.lse_bias != nullptr && a.k_mean != nullptr) {
     km = a.k_mean + (static_cast<int64_t>(t.b) * (a.x.heads / a.heads_per_kv) +
                      t.head / a.heads_per_kv) * kHeadDim;
   }
@@ -132,7 +135,12 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
 #pragma unroll
       for (int hi = 0; hi < kChunks; ++hi) {
         float m[8];
-        ld_f32x8_here(mean + Lanes::channel(hi, lane, 0), m);
+        if constexpr (kHeldMean) {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) m[j] = held_run[8 * hi + j];
+        } else {
+          ld_f32x8_here(mean + Lanes::channel(hi, lane, 0), m);
+        }
 #pragma unroll
         for (int j = 0; j < 8; ++j) x[8 * hi + j] = __fsub_rn(x[8 * hi + j], m[j]);
       }
@@ -148,7 +156,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
           float m[8];
           if constexpr (kHeld) {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) m[j] = held_km[8 * hi + j];
+            for (int j = 0; j < 8; ++j) m[j] = held_run[8 * hi + j];
           } else {
             ld_f32x8_here(km + Lanes::channel(hi, lane, 0), m);
           }
@@ -241,14 +249,16 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       load.template operator()<kTail>(s_first + kRowsPerPass, row_ptr(s_first + kRowsPerPass), rb);
       if constexpr (kInputReady) ptx::wait_for_previous_grid();  // before scale, mean, writes
       if constexpr (kHeld) {
-        // k_mean: 0 where absent (then unused). Loaded once: the loop reads only registers.
+        // k_mean (Q) or the mean (K): 0 where absent (then unused). Loaded once: the loop reads
+        // only registers.
+        const float* run = kHeldMean ? mean : km;
 #pragma unroll
         for (int hi = 0; hi < kChunks; ++hi) {
-          if (km != nullptr) {
-            ld_f32x8_here(km + Lanes::channel(hi, lane, 0), &held_km[8 * hi]);
+          if (run != nullptr) {
+            ld_f32x8_here(run + Lanes::channel(hi, lane, 0), &held_run[8 * hi]);
           } else {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) held_km[8 * hi + j] = 0.0f;
+            for (int j = 0; j < 8; ++j) held_run[8 * hi + j] = 0.0f;
           }
         }
       }

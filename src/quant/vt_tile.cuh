@@ -2,7 +2,9 @@
 // (batch, kv head) -> V^T (b, h, 128, vt_pad) E4M3, keys permuted in each group of 32
 // (fp8attn_vt_key_at), zeros from seqlen on. No shared memory: each lane pair loads the 4 keys
 // that one 32-bit word of V^T holds (quant/lanes.h VtSlot), so two conversions of key pairs and
-// one OR give the word, and the 16 pairs of a warp store 64 contiguous bytes per V^T row.
+// one OR give the word, and the 16 pairs of a warp store 64 contiguous bytes per V^T row. A warp
+// does 16 channels; a CTA of 128 threads (the rotated K/V pass) does the tile in two sweeps of
+// 64 channels, all loads of both first.
 #pragma once
 
 #include "ptx/griddep.cuh"
@@ -12,70 +14,79 @@
 
 namespace fp8attn::quant::vt {
 
-inline constexpr int kThreads = 256;
 inline constexpr int kTileKeys = 128;
 inline constexpr int kSteps = kTileKeys / VtSlot::kKeysPerWarp;
-static_assert(kThreads / 32 * 16 == kHeadDim, "8 warps x 16 channels");
 
+template <int kThreads>
 __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Tile t) {
+  static_assert(kHeadDim % (kThreads / 32 * 16) == 0, "16 channels a warp, whole sweeps");
+  constexpr int kSweeps = kHeadDim / (kThreads / 32 * 16);   // 1 (256 threads) or 2 (128)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int u = lane / 2;                          // the lane pair's slot: 4 keys of 64
-  const int c0 = 16 * warp + 8 * (lane % 2);       // this lane's 8 channels
+  // This lane's 8 channels in sweep w: c0 + w * kThreads / 2.
+  const int c0 = 16 * warp + 8 * (lane % 2);
   const int S = a.v.seqlen;
   const int64_t bh = static_cast<int64_t>(t.b) * a.v.heads + t.head;
   const int key0 = t.tile * kTileKeys;
   const uint16_t* src = a.v.data + t.b * a.v.stride_b + t.head * a.v.stride_h + c0;
 
-  // All loads first: 2 steps x 4 keys x 16 bytes in flight per thread.
-  uint4 raw[kSteps][4];
+  // All loads first: sweeps x 2 steps x 4 keys x 16 bytes in flight per thread.
+  uint4 raw[kSweeps][kSteps][4];
 #pragma unroll
-  for (int st = 0; st < kSteps; ++st) {
+  for (int w = 0; w < kSweeps; ++w) {
 #pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const int key = key0 + st * VtSlot::kKeysPerWarp + VtSlot::key(u, m);
-      raw[st][m] = key < S ? __ldg(reinterpret_cast<const uint4*>(src + key * a.v.stride_s))
-                           : make_uint4(0, 0, 0, 0);
+    for (int st = 0; st < kSteps; ++st) {
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const int key = key0 + st * VtSlot::kKeysPerWarp + VtSlot::key(u, m);
+        const uint16_t* p = src + w * (kThreads / 2) + key * a.v.stride_s;
+        raw[w][st][m] = key < S ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
+      }
     }
   }
   // V was complete before the statistics pass read it: only the mean and scale wait for the
   // previous kernel (the statistics' finalize step).
   ptx::wait_for_previous_grid();
-  float mean[8], inv[8];
-  {
-    const float* pi = a.v_inv + bh * kHeadDim + c0;
-    const float4 i0 = ld_f32x4_coherent(pi), i1 = ld_f32x4_coherent(pi + 4);
-    inv[0] = i0.x, inv[1] = i0.y, inv[2] = i0.z, inv[3] = i0.w;
-    inv[4] = i1.x, inv[5] = i1.y, inv[6] = i1.z, inv[7] = i1.w;
-    if (a.v_mean != nullptr) {
-      const float* pm = a.v_mean + bh * kHeadDim + c0;
-      const float4 m0 = ld_f32x4_coherent(pm), m1 = ld_f32x4_coherent(pm + 4);
-      mean[0] = m0.x, mean[1] = m0.y, mean[2] = m0.z, mean[3] = m0.w;
-      mean[4] = m1.x, mean[5] = m1.y, mean[6] = m1.z, mean[7] = m1.w;
+#pragma unroll
+  for (int w = 0; w < kSweeps; ++w) {
+    const int c = c0 + w * (kThreads / 2);
+    float mean[8], inv[8];
+    {
+      const float* pi = a.v_inv + bh * kHeadDim + c;
+      const float4 i0 = ld_f32x4_coherent(pi), i1 = ld_f32x4_coherent(pi + 4);
+      inv[0] = i0.x, inv[1] = i0.y, inv[2] = i0.z, inv[3] = i0.w;
+      inv[4] = i1.x, inv[5] = i1.y, inv[6] = i1.z, inv[7] = i1.w;
+      if (a.v_mean != nullptr) {
+        const float* pm = a.v_mean + bh * kHeadDim + c;
+        const float4 m0 = ld_f32x4_coherent(pm), m1 = ld_f32x4_coherent(pm + 4);
+        mean[0] = m0.x, mean[1] = m0.y, mean[2] = m0.z, mean[3] = m0.w;
+        mean[4] = m1.x, mean[5] = m1.y, mean[6] = m1.z, mean[7] = m1.w;
+      }
     }
-  }
 
 #pragma unroll
-  for (int st = 0; st < kSteps; ++st) {
-    const int base = key0 + st * VtSlot::kKeysPerWarp;
-    const int pos = base + VtSlot::position(u);
-    if (pos >= a.vt_pad) continue;  // vt_pad is a multiple of 32: a slot's word is all in or out
-    uint32_t keep = 0;              // keys from seqlen on are zero codes
+    for (int st = 0; st < kSteps; ++st) {
+      const int base = key0 + st * VtSlot::kKeysPerWarp;
+      const int pos = base + VtSlot::position(u);
+      if (pos >= a.vt_pad) continue;  // vt_pad is a multiple of 32: a slot's word is all in or out
+      uint32_t keep = 0;              // keys from seqlen on are zero codes
 #pragma unroll
-    for (int m = 0; m < 4; ++m) keep |= (base + VtSlot::key(u, m) < S ? 0xFFu : 0u) << (8 * m);
-    float x[4][8];
+      for (int m = 0; m < 4; ++m) keep |= (base + VtSlot::key(u, m) < S ? 0xFFu : 0u) << (8 * m);
+      float x[4][8];
 #pragma unroll
-    for (int m = 0; m < 4; ++m) bf16x8_to_float(raw[st][m], x[m]);
-    uint8_t* dst = a.vt + (bh * kHeadDim + c0) * a.vt_pad + pos;
+      for (int m = 0; m < 4; ++m) bf16x8_to_float(raw[w][st][m], x[m]);
+      uint8_t* dst = a.vt + (bh * kHeadDim + c) * a.vt_pad + pos;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      float y[4];
+      for (int j = 0; j < 8; ++j) {
+        float y[4];
 #pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        const float f = a.v_mean != nullptr ? __fsub_rn(x[m][j], mean[j]) : x[m][j];
-        y[m] = __fmul_rn(f, inv[j]);
+        for (int m = 0; m < 4; ++m) {
+          const float f = a.v_mean != nullptr ? __fsub_rn(x[m][j], mean[j]) : x[m][j];
+          y[m] = __fmul_rn(f, inv[j]);
+        }
+        const uint32_t word = (e4m3x2(y[0], y[1]) | (e4m3x2(y[2], y[3]) << 16)) & keep;
+        *reinterpret_cast<uint32_t*>(dst + static_cast<int64_t>(j) * a.vt_pad) = word;
       }
-      const uint32_t word = (e4m3x2(y[0], y[1]) | (e4m3x2(y[2], y[3]) << 16)) & keep;
-      *reinterpret_cast<uint32_t*>(dst + static_cast<int64_t>(j) * a.vt_pad) = word;
     }
   }
 }
