@@ -10,6 +10,7 @@
 #include "model/codecs.h"
 #include "model/evaluate.h"
 #include "model/prepare.h"
+#include "model/kernel_mirror.h"
 #include "model/scheme.h"
 
 namespace fm = fp8attn::model;
@@ -148,7 +149,12 @@ TEST(Schemes, NamesAndVariants) {
   const fm::Scheme fa3 = fm::scheme_by_name("fa3-fp8");
   EXPECT_EQ(fa3.q.granularity, fm::Granularity::kBatchHead);
   EXPECT_EQ(fa3.numerics.p_offset_log2, 8.0f);
+  EXPECT_EQ(fa3.numerics.rescale_slack_log2, 0.0f);  // FA3: the exact running max
   EXPECT_EQ(fa3.numerics.acc_pv, fm::Accumulator::kFP32);
+  // The kernel's softmax spelled out (tools/study/schemes.py's KERNEL_SPELLED) is the kernel's.
+  const fm::Scheme ks = fm::scheme_by_name("fa3-fp8:p_offset=5:slack=3");
+  EXPECT_EQ(ks.numerics.p_offset_log2, fm::kernel_numerics().p_offset_log2);
+  EXPECT_EQ(ks.numerics.rescale_slack_log2, fm::kernel_numerics().rescale_slack_log2);
   EXPECT_TRUE(fm::scheme_by_name("fa3-fp8-rot").hadamard_qk);
   const fm::Scheme v = fm::scheme_by_name("fa3-fp8:q=int8.token:p=e4m3hilo:acc=hopper:acc_bits=14:order=first");
   EXPECT_EQ(v.q.format, fm::Format::INT8);

@@ -2,13 +2,14 @@
 report uses. One place, so that the runner and the analysis agree."""
 
 # The kernel's numerics spelled without the pre-pass mirror (Q E4M3 per token, K per 128-key
-# block, V per channel, K and V smoothed, P*2^8 E4M3, one-level accumulation over 128-key blocks
+# block, V per channel, K and V smoothed, P E4M3 with the kernel's offset 5 and running-max slack
+# 3 (fp8attn.h, since perf-log v12), one-level accumulation over 128-key blocks
 # (the block the kernel runs when K descales come per 128 keys), l the sum of the rounded P (the
 # tensor core's row sum, model::kernel_numerics, since commit 71c468f), BF16 output), with the
 # Hopper FP8 accumulator model: the base of the leave-one-out ablation. The study checks it
 # against fp8attn-kernel:acc=hopper (same figures expected).
 KERNEL_SPELLED = ("fa3-fp8:q=e4m3.token:k=e4m3.block:v=e4m3.channel:smooth_k=1:smooth_v=1:block=128"
-                  ":l_rounded=1:acc=hopper")
+                  ":p_offset=5:slack=3:l_rounded=1:acc=hopper")
 # Everything exact except what a leave-one-in row adds: BF16 operands (the data are BF16, so
 # exact), FP32 P, FP32 accumulation and FP32 output.
 EXACT = "bf16-flash:p=fp32:o=fp32"
