@@ -324,6 +324,28 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
 }
+// P's fragments (and the lo term's, with hi+lo): pinned around the P V wgmma that reads them.
+template <class Cfg>
+__device__ __forceinline__ void fence_regs(PFragments<Cfg>& pf) {
+  fence_regs(pf.hi);
+  if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+}
+
+// A tile's first QK^T, alone in the warpgroup's ping-pong turn: wait for the K block at ring
+// position `it`, take the turn, issue, hand the turn over (the caller waits for S).
+template <class Cfg, int kRegs>
+__device__ __forceinline__ void issue_first_qk(SharedStorage<Cfg>& sm, float (&s)[kRegs],
+                                               uint32_t q_addr, uint32_t it, int my_turn,
+                                               int other_turn) {
+  constexpr int kThreadsPingPong = 2 * 128;
+  using KV = KVCounter<Cfg::kStages>;
+  ptx::mbar_wait(&sm.k_full[KV::stage_of(it)], KV::phase_of(it));
+  ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+  ptx::wgmma_fence();
+  issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it)]));
+  ptx::wgmma_commit();
+  ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+}
 
 // One arrive per warp on an "empty" barrier (its count is the number of consumer warps).
 __device__ __forceinline__ void release(uint64_t* bar) {
@@ -469,12 +491,11 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
     if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
     else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
     softmax.step_exp(s, scale);
-    Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
+    make_p_fragments<Cfg>(s, pf);
   };
   // O_{n+1} = P V_{n+1} into the fresh accumulator (V ring position it_k - 1), and its wait.
   auto issue_pv_blk = [&]() {
-    fence_regs(pf.hi);
-    if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+    fence_regs(pf);
     acc.before_issue(alpha);  // one-level: O *= alpha_{n+1} (two-level: nothing)
     ptx::wgmma_fence();
     acc.issue(pf, ptx::smem_addr(sm.v[KV::stage_of(it_k - 1)]));
@@ -482,19 +503,13 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
   };
   auto wait_pv_blk = [&]() {
     ptx::wgmma_wait<0>();
-    fence_regs(pf.hi);
-    if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+    fence_regs(pf);
     release(&sm.v_empty[KV::stage_of(it_k - 1)]);
   };
 
   // Prologue: S of the last block, its softmax.
   int n = kr.n_hi - 1;
-  ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
-  ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-  ptx::wgmma_fence();
-  issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
-  ptx::wgmma_commit();
-  ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+  issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
   block_scale(n, scale);
   ptx::wgmma_wait<0>();
   fence_regs(s);
@@ -631,12 +646,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 
     // Prologue: S of the last block, its softmax.
     int n = kr.n_hi - 1;
-    ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
-    ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-    ptx::wgmma_fence();
-    issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
-    ptx::wgmma_commit();
-    ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+    issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
     ptx::wgmma_wait<0>();
     fence_regs(s);
     release(&sm.k_empty[KV::stage_of(it_k)]);
@@ -650,8 +660,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     for (--n; n >= kr.n_lo; --n) {
       ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
       ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-      fence_regs(pf.hi);
-      if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+      fence_regs(pf);
       ptx::wgmma_fence();
       issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
       ptx::wgmma_commit();
@@ -673,8 +682,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       softmax.step_exp(s, scale);
 
       ptx::wgmma_wait<0>();  // O_{n+1} ready
-      fence_regs(pf.hi);
-      if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+      fence_regs(pf);
       release(PVOperand<Cfg>::empty(sm, KV::stage_of(it_k - 1)));
       ++it_k;
       acc.after_wait(alpha);
@@ -692,8 +700,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     eo.load(p, tile, row0);
     ptx::mbar_wait(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
-    fence_regs(pf.hi);
-      if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+    fence_regs(pf);
     acc.before_issue(alpha);
     ptx::wgmma_fence();
     acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)));
