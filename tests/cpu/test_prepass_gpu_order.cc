@@ -38,6 +38,40 @@ float from_bits(uint32_t u) {
   return f;
 }
 
+// The seed's sign bits as the kernels hold them: bit c % 32 of word c / 32 set when channel c
+// is negated.
+void sign_words(uint64_t seed, uint32_t (&neg)[4]) {
+  neg[0] = neg[1] = neg[2] = neg[3] = 0;
+  for (int c = 0; c < kD; ++c) {
+    if (fp8attn_hadamard_sign_negative(seed, c)) neg[c / 32] |= 1u << (c % 32);
+  }
+}
+
+// One lane's run `hi` of 8 channels (quant/lanes.h RowLanes<L>): the BF16 codes with the signs
+// folded into the conversion (quant_common.cuh bf16x8_to_float_signed), then the butterflies of
+// strides 1, 2, 4 inside the run. Writes x_lane[8 hi .. 8 hi + 7].
+template <int L>
+void signed_run_strides_1_2_4(const uint16_t* codes, const uint32_t (&neg)[4], int lane, int hi,
+                              float* x_lane) {
+  using Lanes = q::RowLanes<L>;
+  for (int p = 0; p < 4; ++p) {
+    const int c = Lanes::channel(hi, lane, 2 * p);
+    const uint32_t b = (neg[c >> 5] >> (c & 31)) & 3u;
+    const uint32_t mask = ((b & 1u) << 15) | ((b & 2u) << 30);
+    const uint32_t w = (uint32_t(codes[c]) | (uint32_t(codes[c + 1]) << 16)) ^ mask;
+    x_lane[8 * hi + 2 * p] = from_bits(w << 16);
+    x_lane[8 * hi + 2 * p + 1] = from_bits(w & 0xFFFF0000u);
+  }
+  for (int h = 1; h < 8; h *= 2) {
+    for (int j = 0; j < 8; ++j) {
+      if (j & h) continue;
+      const float a = x_lane[8 * hi + j], b = x_lane[8 * hi + j + h];
+      x_lane[8 * hi + j] = a + b;
+      x_lane[8 * hi + j + h] = a - b;
+    }
+  }
+}
+
 // A row held by L lanes as quant_common.cuh's kernels hold it (quant/lanes.h), from BF16 codes:
 // the sign masks of sign_masks<L> XORed into the packed codes (bf16x8_to_float_signed), the
 // butterflies of hadamard_lanes<L>: strides 1, 2, 4 in a lane, 8 .. 4L across lanes as
@@ -46,29 +80,10 @@ template <int L>
 void replay_hadamard_lanes_v2(const uint16_t* codes, uint64_t seed,
                               float (&x)[L][q::RowLanes<L>::kValues]) {
   using Lanes = q::RowLanes<L>;
-  uint32_t neg[4] = {0, 0, 0, 0};
-  for (int c = 0; c < kD; ++c) {
-    if (fp8attn_hadamard_sign_negative(seed, c)) neg[c / 32] |= 1u << (c % 32);
-  }
+  uint32_t neg[4];
+  sign_words(seed, neg);
   for (int lane = 0; lane < L; ++lane) {
-    for (int hi = 0; hi < Lanes::kChunks; ++hi) {
-      for (int p = 0; p < 4; ++p) {
-        const int c = Lanes::channel(hi, lane, 2 * p);
-        const uint32_t b = (neg[c >> 5] >> (c & 31)) & 3u;
-        const uint32_t mask = ((b & 1u) << 15) | ((b & 2u) << 30);
-        const uint32_t w = (uint32_t(codes[c]) | (uint32_t(codes[c + 1]) << 16)) ^ mask;
-        x[lane][8 * hi + 2 * p] = from_bits(w << 16);
-        x[lane][8 * hi + 2 * p + 1] = from_bits(w & 0xFFFF0000u);
-      }
-      for (int h = 1; h < 8; h *= 2) {
-        for (int j = 0; j < 8; ++j) {
-          if (j & h) continue;
-          const float a = x[lane][8 * hi + j], b = x[lane][8 * hi + j + h];
-          x[lane][8 * hi + j] = a + b;
-          x[lane][8 * hi + j + h] = a - b;
-        }
-      }
-    }
+    for (int hi = 0; hi < Lanes::kChunks; ++hi) signed_run_strides_1_2_4<L>(codes, neg, lane, hi, x[lane]);
   }
   for (int m = 1; m < L; m *= 2) {
     float before[L][Lanes::kValues];
@@ -103,29 +118,10 @@ void replay_stats_rotation(const uint16_t* codes, uint64_t seed, float (&y)[8][1
   using Lanes = q::RowLanes<q::kStatsLanes>;
   static_assert(q::kStatsLanes == 8 && Lanes::kChunks == 2);
   float x[8][16];
-  uint32_t neg[4] = {0, 0, 0, 0};
-  for (int c = 0; c < kD; ++c) {
-    if (fp8attn_hadamard_sign_negative(seed, c)) neg[c / 32] |= 1u << (c % 32);
-  }
+  uint32_t neg[4];
+  sign_words(seed, neg);
   for (int lane = 0; lane < 8; ++lane) {
-    for (int hi = 0; hi < 2; ++hi) {
-      for (int p = 0; p < 4; ++p) {
-        const int c = Lanes::channel(hi, lane, 2 * p);
-        const uint32_t b = (neg[c >> 5] >> (c & 31)) & 3u;
-        const uint32_t mask = ((b & 1u) << 15) | ((b & 2u) << 30);
-        const uint32_t w = (uint32_t(codes[c]) | (uint32_t(codes[c + 1]) << 16)) ^ mask;
-        x[lane][8 * hi + 2 * p] = from_bits(w << 16);
-        x[lane][8 * hi + 2 * p + 1] = from_bits(w & 0xFFFF0000u);
-      }
-      for (int h = 1; h < 8; h *= 2) {
-        for (int j = 0; j < 8; ++j) {
-          if (j & h) continue;
-          const float a = x[lane][8 * hi + j], b = x[lane][8 * hi + j + h];
-          x[lane][8 * hi + j] = a + b;
-          x[lane][8 * hi + j + h] = a - b;
-        }
-      }
-    }
+    for (int hi = 0; hi < Lanes::kChunks; ++hi) signed_run_strides_1_2_4<8>(codes, neg, lane, hi, x[lane]);
   }
   std::vector<float> buf(Tr::kSlot, NAN);
   std::set<int> written;
@@ -235,10 +231,8 @@ TEST(PrepassGpuOrder, HadamardOnFourAndEightLanesEqualsTheMirror) {
 // quant_common.cuh hadamard_row (v1) on 8 lanes x 16 values: sign bits picked per lane from the 4
 // words, butterflies 1..8 in a thread, then xor-shuffles 1, 2, 4 (upper lane: other - mine).
 void replay_hadamard_lanes(float (&x)[8][16], uint64_t seed) {
-  uint32_t neg[4] = {0, 0, 0, 0};
-  for (int c = 0; c < kD; ++c) {
-    if (fp8attn_hadamard_sign_negative(seed, c)) neg[c / 32] |= 1u << (c % 32);
-  }
+  uint32_t neg[4];
+  sign_words(seed, neg);
   for (int lane = 0; lane < 8; ++lane) {
     uint32_t word = neg[0];
     word = lane >= 2 ? neg[1] : word;
