@@ -6,24 +6,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REV=${1:-}
-CUOBJDUMP=${CUOBJDUMP:-/work/main/.cache/triton-bin/triton/backends/nvidia/bin/cuobjdump}
+source tools/sass/prepass_lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [[ -n "$REV" ]]; then
-  git archive "$REV" include src tools/sass | tar -x -C "$tmp"
-else
-  cp -r include src tools "$tmp/"
-fi
+prepass_tree "$REV" "$tmp" include src tools
 echo "# pre-pass SASS, sm_90a, $(nvcc --version | tail -1)"
 echo "# source: ${REV:-working tree at $(git rev-parse --short=12 HEAD)}"
 # Lanes per row of the Q/K row pass and of the statistics pass (tools/sass/prepass_bw_predict.py).
 lanes() { sed -n "s/^inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$tmp/src/quant/lanes.h"; }
 echo "# lanes: rows $(lanes kRowLanes), stats $(lanes kStatsLanes)"
 for f in kv_stats quantize_q quantize_kv; do
-  nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
-    -Xptxas=-v -I"$tmp/include" -I"$tmp/src" -cubin -o "$tmp/$f.cubin" "$tmp/src/quant/$f.cu" \
-    2> "$tmp/$f.ptxas"
-  "$CUOBJDUMP" -sass "$tmp/$f.cubin" > "$tmp/$f.sass" 2>/dev/null
+  prepass_sass "$tmp" "$f"
   python3 - "$tmp/$f.sass" "$tmp/$f.ptxas" "$tmp/tools/sass/loops.py" <<'PY'
 import re, subprocess, sys
 sass, ptxas, loops = sys.argv[1:4]

@@ -4,8 +4,11 @@ tools/sass/prepass_counts.sh (a base and a candidate). A prediction from static 
 measurement: it counts every instruction of the loop body once (branches not taken included,
 e.g. the K mean path in the Q kernel) and ignores latency and the work outside the loops.
 Usage: prepass_predict.py BASE.txt NEW.txt"""
-import re
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from prepass_bw_predict import listing, rotated_loop  # noqa: E402
 
 # kernel, which loop (rotated: rotated_loop; else the V loop), which lanes per row (the
 # listing's "# lanes:" header, default 4 for rows and 8 for the statistics), bytes per channel of
@@ -22,26 +25,10 @@ CASES = [
 
 
 def loops(path):
-    out, cur = {"lanes": {"rows": 4, "stats": 8}}, None
-    lines = open(path).read().splitlines()
-    for i, ln in enumerate(lines):
-        m = re.match(r"# lanes: rows (\d+), stats (\d+)", ln)
-        if m:
-            out["lanes"] = {"rows": int(m.group(1)), "stats": int(m.group(2))}
-        m = re.match(r"== (\S+): \d+ instructions", ln)
-        if m:
-            cur = m.group(1)
-            out[cur] = []
-        m = re.match(r"loop \S+: (\d+) instructions", ln)
-        if m and cur:
-            hist = dict((k, int(v)) for k, v in (x.split() for x in lines[i + 1].strip().split(", ")))
-            out[cur].append((int(m.group(1)), hist))
+    """The listing's loops per kernel (prepass_bw_predict.listing), with its lanes under "lanes"."""
+    out, lanes = listing(path)
+    out["lanes"] = lanes
     return out
-
-
-def rotated_loop(hist):
-    """A loop that rotates: the butterflies' adds (an unrotated loop has at most ~80 FADD)."""
-    return hist.get("FADD", 0) >= 200
 
 
 def pick(ls, kernel, rotated):
