@@ -39,3 +39,22 @@ probe_sdpa() {
 # Awkward shapes: seqlens off the tile sizes, sq != sk both ways, GQA, empty and single rows.
 PROBE_SHAPES=("1 1 1 1 1 0" "3 127 127 5 5 0" "3 1000 1000 5 5 1" "1 127 300 4 2 1" "1 300 127 4 2 1"
               "1 8191 8191 2 1 1" "2 2048 2048 32 8 0" "4 1000 1000 40 8 1" "3 4097 4097 7 7 0")
+# probe_prepass PATTERN: the pre-pass's byte tests (against the CPU mirror) and its bandwidth
+# bench on .carry/'s build; logs and JSON under results/probe/ (copied to $OUT when set), and the
+# bench's lines matching PATTERN printed.
+probe_prepass() {
+  [ -e /work/main/data ] || { mkdir -p /work/main && ln -sfn "$PWD/data" /work/main/data; }  # the tests' fixture path
+  local c d=results/probe t stem
+  c=$(cat .carry/COMMIT)
+  stem=$d/$(date -u +%F)-h200-$c
+  mkdir -p $d
+  for t in test_quant test_quant_attention; do
+    timeout 120 .carry/tests/$t > "$stem-$t.log" 2>&1; echo "$t rc=$?"
+    grep -E "PASSED|FAILED|SKIPPED" "$stem-$t.log" | tail -n 4
+  done
+  FP8ATTN_PREPASS_BENCH_SECONDS=${PREPASS_S:-60} timeout 150 python3 bench/bench_prepass.py --lib .carry/libfp8attn.so \
+    --out "$stem-prepass.json" > "$stem-prepass.log" 2>&1; echo "bench rc=$?"
+  grep -E "$1" "$stem-prepass.log" | head -30
+  if [ -n "${OUT:-}" ]; then cp "$stem"-* "$OUT"/ 2>/dev/null; fi
+  true
+}

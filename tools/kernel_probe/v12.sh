@@ -44,14 +44,4 @@ if [[ -x .carry/fp16/kernel_probe ]]; then
   done
 fi
 echo "== pre-pass (wip/prepass-bw merged): bit-exactness tests, then bandwidth"
-[ -e /work/main/data ] || { mkdir -p /work/main && ln -sfn "$PWD/data" /work/main/data; }
-c=$(cat .carry/COMMIT); d=results/probe; mkdir -p $d
-for t in test_quant test_quant_attention; do
-  timeout 120 .carry/tests/$t > $d/2026-11-30-h200-$c-$t.log 2>&1; echo "$t rc=$?"
-  grep -E "PASSED|FAILED|SKIPPED" $d/2026-11-30-h200-$c-$t.log | tail -n 4
-done
-FP8ATTN_PREPASS_BENCH_SECONDS=${PREPASS_S:-60} timeout 150 python3 bench/bench_prepass.py --lib .carry/libfp8attn.so \
-  --out $d/2026-11-30-h200-$c-prepass.json > $d/2026-11-30-h200-$c-prepass.log 2>&1; echo "bench rc=$?"
-grep -E "prepass " $d/2026-11-30-h200-$c-prepass.log | head -20
-[ -n "${OUT:-}" ] && cp $d/2026-11-30-h200-$c-* "$OUT"/ 2>/dev/null
-true
+probe_prepass "prepass "
