@@ -41,6 +41,7 @@ HEAD_DIM = 128
 STATS_GROUP_KEYS = 32 * 16  # FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_GROUP
 K_SCALE_BLOCK = 128
 K_SCALE_HEAD, K_SCALE_BLOCK128 = 0, 1  # fp8attn_k_scale
+Q_SCALE_TOKEN = 0  # fp8attn_q_scale
 VARIANT_ENV = "FP8ATTN_QUANT_VARIANT"
 
 
@@ -86,6 +87,9 @@ def _bind(lib_path: str) -> ctypes.CDLL:
         "fp8attn_q_quant_init": (ctypes.c_int, [P(QQuant), _vp, ctypes.c_size_t] + [_i32] * 4),
         "fp8attn_quantize_q": (ctypes.c_int, [P(Bf16Tensor), P(KvCache), _i32, _f32, P(QQuant),
                                               _vp]),
+        "fp8attn_quantize_qkv": (ctypes.c_int, [P(Bf16Tensor), P(Bf16Tensor), P(Bf16Tensor),
+                                                P(QuantOptions), _f32, P(KvCache), P(QQuant), _vp,
+                                                ctypes.c_size_t, _vp]),
         "fp8attn_quant_last_error": (ctypes.c_char_p, []),
         "fp8attn_quant_variant": (ctypes.c_char_p, []),
         "fp8attn_workspace_create": (_vp, []),
@@ -189,12 +193,17 @@ def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -
     tq, tk, tv = _tensor(q, b, s, h), _tensor(k, b, s, h_kv), _tensor(v, b, s, h_kv)
     scale = 1.0 / math.sqrt(HEAD_DIM)
 
+    # The pre-pass of an end-to-end call (fp8attn_attention runs exactly this), and the same
+    # bytes through the two separate entry points (KV cache, then Q).
     def prepass():
-        _check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(opts),
-                                            ctypes.byref(cache), ws.data_ptr(), ws.numel(), stream),
-               "quantize_kv")
-        _check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), opts.q_scale,
-                                           scale, ctypes.byref(qq), stream), "quantize_q")
+        _check(lib, lib.fp8attn_quantize_qkv(ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv),
+                                             ctypes.byref(opts), scale, ctypes.byref(cache),
+                                             ctypes.byref(qq), ws.data_ptr(), ws.numel(), stream),
+               "quantize_qkv")
+
+    def split():
+        kv_only()
+        q_only()
 
     def kv_only():
         _check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(opts),
@@ -211,21 +220,27 @@ def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -
     pre_ms = _time_ms(torch, prepass, warmup, runs)
     q_ms = _time_ms(torch, q_only, warmup, runs)
     kv_ms = _time_ms(torch, kv_only, warmup, runs)
+    split_ms = _time_ms(torch, split, warmup, runs)
     copy_ms2 = _time_ms(torch, lambda: dst.copy_(src), warmup, runs)  # drift check
     moved, useful = _prepass_bytes(b, s, s, h, h_kv, opts)
     med = statistics.median
     copy_gbps = 2 * src.numel() * 2 / (med(copy_ms) * 1e-3) / 1e9
     q_bytes = b * s * h * HEAD_DIM * 3 + 8 * b * h * s
     kv_moved = moved - q_bytes
+    # Q's tiles run in the K/V launch (src/quant/quantize_kv.cu fused_qkv_supported).
+    fused_qkv = (_variant(lib) == "v2" and bool(opts.hadamard_qk) and opts.k_scale == K_SCALE_HEAD
+                 and opts.q_scale == Q_SCALE_TOKEN)
     return {"b": b, "s": s, "h": h, "h_kv": h_kv, "mode": mode, "variant": _variant(lib),
+            "entry": "fp8attn_quantize_qkv", "fused_qkv": fused_qkv,
             "gbps": moved / (med(pre_ms) * 1e-3) / 1e9,
+            "split_gbps": moved / (med(split_ms) * 1e-3) / 1e9,
             "copy_gbps": copy_gbps,
             "useful_gbps": useful / (med(pre_ms) * 1e-3) / 1e9,
             "q_only_gbps": q_bytes / (med(q_ms) * 1e-3) / 1e9,
             "kv_only_gbps": kv_moved / (med(kv_ms) * 1e-3) / 1e9,
             "copy_gbps_after": 2 * src.numel() * 2 / (med(copy_ms2) * 1e-3) / 1e9,
             "prepass_ms_median": med(pre_ms), "q_only_ms_median": med(q_ms),
-            "kv_only_ms_median": med(kv_ms),
+            "kv_only_ms_median": med(kv_ms), "split_ms_median": med(split_ms),
             "copy_ms_median": med(copy_ms), "bytes_moved": moved, "bytes_useful": useful,
             "copy_bytes": 2 * src.numel() * 2, "runs": runs,
             "options": {f: getattr(opts, f) for f, _ in QuantOptions._fields_}}
@@ -451,7 +466,8 @@ def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
         prepass.append(rec)
         log(f"  prepass {mode:<26} {rec['variant']} b={b} s={s} h={h}/{h_kv}: "
             f"{rec['gbps']:7.0f} GB/s moved ({rec['gbps'] / rec['copy_gbps']:.0%} of copy), "
-            f"{rec['useful_gbps']:7.0f} useful, Q pass {rec['q_only_gbps']:7.0f}, "
+            f"{rec['useful_gbps']:7.0f} useful, split calls {rec['split_gbps']:7.0f} "
+            f"({rec['split_gbps'] / rec['copy_gbps']:.0%}), Q pass {rec['q_only_gbps']:7.0f}, "
             f"K/V {rec['kv_only_gbps']:7.0f}; copy {rec['copy_gbps']:7.0f} GB/s")
 
     def speed_task(shape):

@@ -103,12 +103,11 @@ fp8attn_status fp8attn_attention(const fp8attn_attention_args* a, fp8attn_worksp
   if (s == FP8ATTN_SUCCESS) {
     s = fp8attn_q_quant_init(&qq, base + p.cache, p.q, B, SQ, H, a->q.head_dim);
   }
-  if (s == FP8ATTN_SUCCESS) {
-    s = fp8attn_quantize_kv(&a->k, &a->v, &a->quant, &cache, base + p.cache + p.q, p.scratch,
-                            stream);
-  }
   const float scale = a->softmax_scale != 0.0f ? a->softmax_scale : 1.0f / std::sqrt(128.0f);
-  if (s == FP8ATTN_SUCCESS) s = fp8attn_quantize_q(&a->q, &cache, a->quant.q_scale, scale, &qq, stream);
+  if (s == FP8ATTN_SUCCESS) {
+    s = fp8attn_quantize_qkv(&a->q, &a->k, &a->v, &a->quant, scale, &cache, &qq,
+                             base + p.cache + p.q, p.scratch, stream);
+  }
   if (s != FP8ATTN_SUCCESS) return s;  // the pre-pass has set the message
 
   fp8attn_fwd_params params;

@@ -5,7 +5,8 @@
 //                        built once and reused by many attention calls;
 //   fp8attn_quantize_q   BF16 Q -> E4M3 Q + per-token descales (+ lse_bias when the cache's K
 //                        was smoothed), once per call, using the cache's rotation.
-// fp8attn/attention.h composes both with the kernel (fp8attn::attention on BF16 tensors).
+// fp8attn_quantize_qkv runs both at once (one end-to-end call's pre-pass, the same bytes), and
+// fp8attn/attention.h composes it with the kernel (fp8attn::attention on BF16 tensors).
 //
 // Every pointer is a device pointer; strides are in elements; the last dimension is contiguous.
 // Every value is computed in FP32 with a fixed order of operations that model/prepass.cc repeats
@@ -139,6 +140,18 @@ fp8attn_status fp8attn_quantize_q(const fp8attn_bf16_tensor* q, const fp8attn_kv
                                   int32_t q_scale, float softmax_scale, fp8attn_q_quant* out,
                                   void* stream);
 
+// The whole pre-pass of one end-to-end call (what fp8attn_attention runs): BF16 K, V -> cache
+// (as fp8attn_quantize_kv, with `workspace` its scratch) and BF16 Q -> q_out (as
+// fp8attn_quantize_q with options->q_scale), the same bytes as those two calls. Everything is
+// checked before anything is launched. With the default options (rotation, K scaled per head,
+// Q per token) Q's tiles run in the fused K/V launch: one launch boundary fewer, and Q's
+// rotation beside V's light tiles; other options run the two calls' launches.
+fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_bf16_tensor* k,
+                                    const fp8attn_bf16_tensor* v,
+                                    const fp8attn_quant_options* options, float softmax_scale,
+                                    fp8attn_kv_cache* cache, fp8attn_q_quant* q_out,
+                                    void* workspace, size_t workspace_bytes, void* stream);
+
 // Fills the kernel's parameters from a quantized Q and a KV cache: shapes, strides, every
 // descale, lse_bias (when K was smoothed) and o_bias (when V was smoothed). o is BF16
 // (batch, seqlen_q, heads, 128) contiguous; lse may be NULL. causal and p_precision are left at
@@ -184,6 +197,14 @@ inline void quantize_kv(const Bf16Tensor& k, const Bf16Tensor& v, const QuantOpt
 inline void quantize_q(const Bf16Tensor& q, const KvCache& cache, fp8attn_q_scale q_scale,
                        float softmax_scale, QQuant& out, void* stream = nullptr) {
   check_quant(fp8attn_quantize_q(&q, &cache, q_scale, softmax_scale, &out, stream));
+}
+
+inline void quantize_qkv(const Bf16Tensor& q, const Bf16Tensor& k, const Bf16Tensor& v,
+                         const QuantOptions& options, float softmax_scale, KvCache& cache,
+                         QQuant& q_out, void* workspace, size_t workspace_bytes,
+                         void* stream = nullptr) {
+  check_quant(fp8attn_quantize_qkv(&q, &k, &v, &options, softmax_scale, &cache, &q_out, workspace,
+                                   workspace_bytes, stream));
 }
 
 }  // namespace fp8attn

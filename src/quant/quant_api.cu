@@ -159,6 +159,171 @@ bool shape_ok(int batch, int seqlen, int heads, int head_dim) {
   return batch > 0 && seqlen > 0 && heads > 0 && head_dim == kHeadDim;
 }
 
+
+// What the entry points check and the launch arguments they build, shared by
+// fp8attn_quantize_kv, fp8attn_quantize_q and fp8attn_quantize_qkv (which checks everything
+// before it launches anything).
+struct KvPlan {
+  KvStatsArgs stats;
+  RowQuantArgs rows;  // K
+  VtQuantArgs vt;
+};
+
+fp8attn_status plan_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
+                       const fp8attn_quant_options* options, const fp8attn_kv_cache* cache,
+                       void* workspace, size_t workspace_bytes, KvPlan& plan) {
+  if (fp8attn_status s = check_tensor(k, "k"); s != FP8ATTN_SUCCESS) return s;
+  if (fp8attn_status s = check_tensor(v, "v"); s != FP8ATTN_SUCCESS) return s;
+  if (options == nullptr || cache == nullptr) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "options or cache is null");
+  }
+  if (k->batch != v->batch || k->seqlen != v->seqlen || k->heads != v->heads) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "k and v shapes differ");
+  }
+  if (cache->k == nullptr || cache->batch != k->batch || cache->seqlen_k != k->seqlen ||
+      cache->heads_kv != k->heads) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "cache not initialized for this shape (fp8attn_kv_cache_init with k's batch, "
+                "seqlen, heads)");
+  }
+  if (options->v_scale != FP8ATTN_V_SCALE_CHANNEL && options->v_scale != FP8ATTN_V_SCALE_HEAD) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " +
+                                                    std::to_string(options->v_scale));
+  }
+  if (options->k_scale != FP8ATTN_K_SCALE_HEAD && options->k_scale != FP8ATTN_K_SCALE_BLOCK128) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown k_scale " +
+                                                    std::to_string(options->k_scale));
+  }
+  const size_t need = fp8attn_quantize_kv_workspace_bytes(k->batch, k->seqlen, k->heads);
+  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % kAlign ||
+      workspace_bytes < need) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "workspace must be 256-byte aligned and hold " + std::to_string(need) +
+                    " bytes, got " + std::to_string(workspace_bytes));
+  }
+  Carver c(workspace);
+  const KvWorkspace ws = carve_kv_workspace(c, k->batch, k->seqlen, k->heads);
+
+  const bool rotate = options->hadamard_qk != 0;
+  const bool k_head = options->k_scale == FP8ATTN_K_SCALE_HEAD;
+  const int nblk = ceil_div(k->seqlen, FP8ATTN_K_SCALE_BLOCK);
+  KvStatsArgs& stats = plan.stats;
+  stats = KvStatsArgs{};
+  stats.k = input_of(*k);
+  stats.v = input_of(*v);
+  stats.smooth_k = options->smooth_k != 0;
+  stats.smooth_v = options->smooth_v != 0;
+  stats.k_stats = stats.smooth_k || k_head;
+  stats.v_scale_per_head = options->v_scale == FP8ATTN_V_SCALE_HEAD;
+  stats.k_scale_per_head = k_head;
+  stats.rotate = rotate;
+  hadamard_bits(options->hadamard_seed, stats.negate_bits);
+  stats.ngroups = ceil_div(k->seqlen, kStatsGroupKeys);
+  stats.nblk = nblk;
+  stats.k_descale_factor = rotate ? kHadamardDescale : 1.0f;
+  stats.k_part_sum = ws.k_part_sum, stats.k_part_max = ws.k_part_max;
+  stats.k_part_min = ws.k_part_min;
+  stats.v_part_sum = ws.v_part_sum, stats.v_part_max = ws.v_part_max;
+  stats.v_part_min = ws.v_part_min;
+  stats.k_mean = cache->k_mean, stats.v_mean = cache->v_mean;
+  stats.v_descale = cache->v_descale, stats.v_inv = ws.v_inv;
+  stats.k_descale = cache->k_descale, stats.k_inv = ws.k_inv;
+
+  RowQuantArgs& rows = plan.rows;
+  rows = RowQuantArgs{};
+  rows.x = input_of(*k);
+  rows.out = static_cast<uint8_t*>(cache->k);
+  rows.group_rows = k_head ? 0 : FP8ATTN_K_SCALE_BLOCK;
+  rows.descale = cache->k_descale;
+  rows.descale_per_row = false;
+  rows.scale_inv = ws.k_inv;
+  rows.rotate = rotate;
+  hadamard_bits(options->hadamard_seed, rows.negate_bits);
+  rows.descale_factor = rotate ? kHadamardDescale : 1.0f;
+  rows.mean = options->smooth_k ? cache->k_mean : nullptr;
+  // The fused passes run last to first after the reduction (its last reads are in L2).
+  rows.reverse_order = stats.k_stats;
+
+  VtQuantArgs& vt = plan.vt;
+  vt = VtQuantArgs{};
+  vt.v = input_of(*v);
+  vt.v_mean = options->smooth_v ? cache->v_mean : nullptr;
+  vt.v_inv = ws.v_inv;
+  vt.vt = static_cast<uint8_t*>(cache->vt);
+  vt.vt_pad = cache->vt_seqlen_pad;
+  return FP8ATTN_SUCCESS;
+}
+
+// Q against a cache made (or about to be made) with `options`.
+fp8attn_status plan_q(const fp8attn_bf16_tensor* q, const fp8attn_kv_cache& cache,
+                      const fp8attn_quant_options& options, int32_t q_scale, float softmax_scale,
+                      const fp8attn_q_quant* out, RowQuantArgs& rows) {
+  if (fp8attn_status s = check_tensor(q, "q"); s != FP8ATTN_SUCCESS) return s;
+  if (out == nullptr || out->q == nullptr) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant is null / not initialized");
+  }
+  if (out->batch != q->batch || out->seqlen_q != q->seqlen || out->heads != q->heads) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant was initialized for another shape");
+  }
+  if (cache.batch != q->batch || cache.heads_kv <= 0 || q->heads % cache.heads_kv) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "q and the KV cache disagree: batch must match and heads_kv divide heads (q "
+                "heads " + std::to_string(q->heads) + ", cache heads_kv " +
+                    std::to_string(cache.heads_kv) + ")");
+  }
+  if (q_scale != FP8ATTN_Q_SCALE_TOKEN && q_scale != FP8ATTN_Q_SCALE_BLOCK128) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown q_scale " + std::to_string(q_scale));
+  }
+  rows = RowQuantArgs{};
+  rows.x = input_of(*q);
+  rows.out = static_cast<uint8_t*>(out->q);
+  rows.descale = out->q_descale;
+  rows.descale_per_row = true;
+  rows.group_rows = q_scale == FP8ATTN_Q_SCALE_TOKEN ? 1 : 128;
+  rows.rotate = options.hadamard_qk != 0;
+  hadamard_bits(options.hadamard_seed, rows.negate_bits);
+  rows.descale_factor = 1.0f;
+  rows.mean = nullptr;
+  rows.lse_bias = out->lse_bias;
+  rows.k_mean = options.smooth_k ? cache.k_mean : nullptr;
+  rows.heads_per_kv = q->heads / cache.heads_kv;
+  rows.softmax_scale = softmax_scale;
+  return FP8ATTN_SUCCESS;
+}
+
+fp8attn_status launch_stats(const KvPlan& plan, cudaStream_t st) {
+  if (cudaError_t e = launch_kv_stats(plan.stats, st); e != cudaSuccess) {
+    return cuda_fail(e, "kv stats");
+  }
+  return FP8ATTN_SUCCESS;
+}
+
+fp8attn_status launch_fused_kv(KvPlan plan, cudaStream_t st) {
+  if (variant() == Variant::kV2) {
+    plan.rows.reverse_order = true;  // the reduction always reads V (and K): start where it ended
+    if (cudaError_t e = launch_quantize_kv(plan.rows, plan.vt, st); e != cudaSuccess) {
+      return cuda_fail(e, "quantize k, v");
+    }
+    return FP8ATTN_SUCCESS;
+  }
+  // v1: one launch per tensor, the one the reduction read last first and from its end.
+  plan.vt.reverse_order = !plan.rows.reverse_order;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool k_pass = (pass == 0) == plan.rows.reverse_order;
+    const cudaError_t e = k_pass ? launch_quantize_rows_v1(plan.rows, st)
+                                 : launch_quantize_vt_v1(plan.vt, st);
+    if (e != cudaSuccess) return cuda_fail(e, k_pass ? "quantize k" : "quantize v");
+  }
+  return FP8ATTN_SUCCESS;
+}
+
+fp8attn_status launch_fused_q(const RowQuantArgs& rows, cudaStream_t st) {
+  const cudaError_t e = variant() == Variant::kV2 ? launch_quantize_q(rows, st)
+                                                  : launch_quantize_rows_v1(rows, st);
+  if (e != cudaSuccess) return cuda_fail(e, "quantize q");
+  return FP8ATTN_SUCCESS;
+}
+
 }  // namespace
 }  // namespace fp8attn::quant
 
@@ -230,102 +395,16 @@ size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int3
 fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
                                    const fp8attn_quant_options* options, fp8attn_kv_cache* cache,
                                    void* workspace, size_t workspace_bytes, void* stream) {
-  if (fp8attn_status s = check_tensor(k, "k"); s != FP8ATTN_SUCCESS) return s;
-  if (fp8attn_status s = check_tensor(v, "v"); s != FP8ATTN_SUCCESS) return s;
-  if (options == nullptr || cache == nullptr) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "options or cache is null");
-  }
-  if (k->batch != v->batch || k->seqlen != v->seqlen || k->heads != v->heads) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "k and v shapes differ");
-  }
-  if (cache->k == nullptr || cache->batch != k->batch || cache->seqlen_k != k->seqlen ||
-      cache->heads_kv != k->heads) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
-                "cache not initialized for this shape (fp8attn_kv_cache_init with k's batch, "
-                "seqlen, heads)");
-  }
-  if (options->v_scale != FP8ATTN_V_SCALE_CHANNEL && options->v_scale != FP8ATTN_V_SCALE_HEAD) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " +
-                                                    std::to_string(options->v_scale));
-  }
-  if (options->k_scale != FP8ATTN_K_SCALE_HEAD && options->k_scale != FP8ATTN_K_SCALE_BLOCK128) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown k_scale " +
-                                                    std::to_string(options->k_scale));
-  }
-  const size_t need = fp8attn_quantize_kv_workspace_bytes(k->batch, k->seqlen, k->heads);
-  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % kAlign ||
-      workspace_bytes < need) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
-                "workspace must be 256-byte aligned and hold " + std::to_string(need) +
-                    " bytes, got " + std::to_string(workspace_bytes));
+  KvPlan plan;
+  if (fp8attn_status s = plan_kv(k, v, options, cache, workspace, workspace_bytes, plan);
+      s != FP8ATTN_SUCCESS) {
+    return s;
   }
   if (fp8attn_status s = check_device(); s != FP8ATTN_SUCCESS) return s;
   cache->options = *options;
   const auto st = static_cast<cudaStream_t>(stream);
-  Carver c(workspace);
-  const KvWorkspace ws = carve_kv_workspace(c, k->batch, k->seqlen, k->heads);
-
-  const bool rotate = options->hadamard_qk != 0;
-  const bool k_head = options->k_scale == FP8ATTN_K_SCALE_HEAD;
-  const int nblk = ceil_div(k->seqlen, FP8ATTN_K_SCALE_BLOCK);
-  KvStatsArgs stats{};
-  stats.k = input_of(*k);
-  stats.v = input_of(*v);
-  stats.smooth_k = options->smooth_k != 0;
-  stats.smooth_v = options->smooth_v != 0;
-  stats.k_stats = stats.smooth_k || k_head;
-  stats.v_scale_per_head = options->v_scale == FP8ATTN_V_SCALE_HEAD;
-  stats.k_scale_per_head = k_head;
-  stats.rotate = rotate;
-  hadamard_bits(options->hadamard_seed, stats.negate_bits);
-  stats.ngroups = ceil_div(k->seqlen, kStatsGroupKeys);
-  stats.nblk = nblk;
-  stats.k_descale_factor = rotate ? kHadamardDescale : 1.0f;
-  stats.k_part_sum = ws.k_part_sum, stats.k_part_max = ws.k_part_max;
-  stats.k_part_min = ws.k_part_min;
-  stats.v_part_sum = ws.v_part_sum, stats.v_part_max = ws.v_part_max;
-  stats.v_part_min = ws.v_part_min;
-  stats.k_mean = cache->k_mean, stats.v_mean = cache->v_mean;
-  stats.v_descale = cache->v_descale, stats.v_inv = ws.v_inv;
-  stats.k_descale = cache->k_descale, stats.k_inv = ws.k_inv;
-  if (cudaError_t e = launch_kv_stats(stats, st); e != cudaSuccess) return cuda_fail(e, "kv stats");
-
-  // The fused passes, last to first after the reduction read K (its last reads are in L2).
-  RowQuantArgs rows{};
-  rows.x = input_of(*k);
-  rows.out = static_cast<uint8_t*>(cache->k);
-  rows.group_rows = k_head ? 0 : FP8ATTN_K_SCALE_BLOCK;
-  rows.descale = cache->k_descale;
-  rows.descale_per_row = false;
-  rows.scale_inv = ws.k_inv;
-  rows.rotate = rotate;
-  hadamard_bits(options->hadamard_seed, rows.negate_bits);
-  rows.descale_factor = rotate ? kHadamardDescale : 1.0f;
-  rows.mean = options->smooth_k ? cache->k_mean : nullptr;
-  rows.reverse_order = stats.k_stats;
-
-  VtQuantArgs vt{};
-  vt.v = input_of(*v);
-  vt.v_mean = options->smooth_v ? cache->v_mean : nullptr;
-  vt.v_inv = ws.v_inv;
-  vt.vt = static_cast<uint8_t*>(cache->vt);
-  vt.vt_pad = cache->vt_seqlen_pad;
-
-  if (variant() == Variant::kV2) {
-    rows.reverse_order = true;  // the reduction always reads V (and K): start where it ended
-    if (cudaError_t e = launch_quantize_kv(rows, vt, st); e != cudaSuccess) {
-      return cuda_fail(e, "quantize k, v");
-    }
-    return FP8ATTN_SUCCESS;
-  }
-  // v1: one launch per tensor, the one the reduction read last first and from its end.
-  vt.reverse_order = !rows.reverse_order;
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool k_pass = (pass == 0) == rows.reverse_order;
-    const cudaError_t e = k_pass ? launch_quantize_rows_v1(rows, st) : launch_quantize_vt_v1(vt, st);
-    if (e != cudaSuccess) return cuda_fail(e, k_pass ? "quantize k" : "quantize v");
-  }
-  return FP8ATTN_SUCCESS;
+  if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
+  return launch_fused_kv(plan, st);
 }
 
 size_t fp8attn_q_quant_bytes(int32_t batch, int32_t seqlen_q, int32_t heads, int32_t head_dim) {
@@ -360,44 +439,45 @@ fp8attn_status fp8attn_q_quant_init(fp8attn_q_quant* out, void* buffer, size_t b
 fp8attn_status fp8attn_quantize_q(const fp8attn_bf16_tensor* q, const fp8attn_kv_cache* cache,
                                   int32_t q_scale, float softmax_scale, fp8attn_q_quant* out,
                                   void* stream) {
-  if (fp8attn_status s = check_tensor(q, "q"); s != FP8ATTN_SUCCESS) return s;
-  if (cache == nullptr || out == nullptr || out->q == nullptr) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "cache or q_quant is null / not initialized");
-  }
-  if (out->batch != q->batch || out->seqlen_q != q->seqlen || out->heads != q->heads) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant was initialized for another shape");
-  }
-  if (cache->batch != q->batch || cache->heads_kv <= 0 || q->heads % cache->heads_kv) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
-                "q and the KV cache disagree: batch must match and heads_kv divide heads (q "
-                "heads " + std::to_string(q->heads) + ", cache heads_kv " +
-                    std::to_string(cache->heads_kv) + ")");
-  }
-  if (q_scale != FP8ATTN_Q_SCALE_TOKEN && q_scale != FP8ATTN_Q_SCALE_BLOCK128) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown q_scale " + std::to_string(q_scale));
+  if (cache == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "cache is null");
+  RowQuantArgs rows;
+  if (fp8attn_status s = plan_q(q, *cache, cache->options, q_scale, softmax_scale, out, rows);
+      s != FP8ATTN_SUCCESS) {
+    return s;
   }
   if (fp8attn_status s = check_device(); s != FP8ATTN_SUCCESS) return s;
   out->softmax_scale = softmax_scale;
+  return launch_fused_q(rows, static_cast<cudaStream_t>(stream));
+}
 
-  RowQuantArgs rows{};
-  rows.x = input_of(*q);
-  rows.out = static_cast<uint8_t*>(out->q);
-  rows.descale = out->q_descale;
-  rows.descale_per_row = true;
-  rows.group_rows = q_scale == FP8ATTN_Q_SCALE_TOKEN ? 1 : 128;
-  rows.rotate = cache->options.hadamard_qk != 0;
-  hadamard_bits(cache->options.hadamard_seed, rows.negate_bits);
-  rows.descale_factor = 1.0f;
-  rows.mean = nullptr;
-  rows.lse_bias = out->lse_bias;
-  rows.k_mean = cache->options.smooth_k ? cache->k_mean : nullptr;
-  rows.heads_per_kv = q->heads / cache->heads_kv;
-  rows.softmax_scale = softmax_scale;
+fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_bf16_tensor* k,
+                                    const fp8attn_bf16_tensor* v,
+                                    const fp8attn_quant_options* options, float softmax_scale,
+                                    fp8attn_kv_cache* cache, fp8attn_q_quant* q_out,
+                                    void* workspace, size_t workspace_bytes, void* stream) {
+  KvPlan plan;
+  if (fp8attn_status s = plan_kv(k, v, options, cache, workspace, workspace_bytes, plan);
+      s != FP8ATTN_SUCCESS) {
+    return s;
+  }
+  RowQuantArgs qrows;
+  if (fp8attn_status s = plan_q(q, *cache, *options, options->q_scale, softmax_scale, q_out, qrows);
+      s != FP8ATTN_SUCCESS) {
+    return s;
+  }
+  if (fp8attn_status s = check_device(); s != FP8ATTN_SUCCESS) return s;
+  cache->options = *options;
+  q_out->softmax_scale = softmax_scale;
   const auto st = static_cast<cudaStream_t>(stream);
-  const cudaError_t e = variant() == Variant::kV2 ? launch_quantize_q(rows, st)
-                                                  : launch_quantize_rows_v1(rows, st);
-  if (e != cudaSuccess) return cuda_fail(e, "quantize q");
-  return FP8ATTN_SUCCESS;
+  if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
+  if (variant() == Variant::kV2 && fused_qkv_supported(plan.rows, qrows)) {
+    if (cudaError_t e = launch_quantize_qkv(plan.rows, plan.vt, qrows, st); e != cudaSuccess) {
+      return cuda_fail(e, "quantize q, k, v");
+    }
+    return FP8ATTN_SUCCESS;
+  }
+  if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
+  return launch_fused_q(qrows, st);
 }
 
 fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* p, const fp8attn_q_quant* q,

@@ -148,10 +148,14 @@ fp8attn_bf16_tensor device_tensor(const fm::Bf16View& v, const uint16_t* host_ba
   return t;
 }
 
+// The two ways to run the pre-pass: the KV-cache call then the Q call, or the end-to-end call's
+// fp8attn_quantize_qkv (with the defaults, Q's tiles in the K/V launch).
+enum class Entry { kSplit, kQkv };
+
 // One variant's GPU pre-pass on `in`, every output against the mirror's.
 void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad,
                      const fm::KvCacheHost& cpu_kv, const fm::QQuantHost& cpu_q,
-                     float softmax_scale) {
+                     float softmax_scale, Entry entry) {
   DeviceBuffer d_q(in.q.size() * 2, 0), d_kv(in.kv.size() * 2, 0);
   CUDA_OK(cudaMemcpy(d_q.p, in.q.data(), d_q.bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(d_kv.p, in.kv.data(), d_kv.bytes, cudaMemcpyHostToDevice));
@@ -169,10 +173,17 @@ void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_
                                   vt_pad), FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
   ASSERT_EQ(fp8attn_q_quant_init(&qq, q_buf.p, q_buf.bytes, in.b, in.sq, in.h, kD),
             FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
-  ASSERT_EQ(fp8attn_quantize_kv(&k, &v, &opt, &cache, ws.p, ws.bytes, nullptr), FP8ATTN_SUCCESS)
-      << fp8attn_quant_last_error();
-  ASSERT_EQ(fp8attn_quantize_q(&q, &cache, opt.q_scale, softmax_scale, &qq, nullptr),
-            FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  if (entry == Entry::kSplit) {
+    ASSERT_EQ(fp8attn_quantize_kv(&k, &v, &opt, &cache, ws.p, ws.bytes, nullptr), FP8ATTN_SUCCESS)
+        << fp8attn_quant_last_error();
+    ASSERT_EQ(fp8attn_quantize_q(&q, &cache, opt.q_scale, softmax_scale, &qq, nullptr),
+              FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  } else {
+    ASSERT_EQ(fp8attn_quantize_qkv(&q, &k, &v, &opt, softmax_scale, &cache, &qq, ws.p, ws.bytes,
+                                   nullptr), FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+    EXPECT_EQ(qq.softmax_scale, softmax_scale);
+    EXPECT_EQ(std::memcmp(&cache.options, &opt, sizeof(opt)), 0) << "the cache records its options";
+  }
   CUDA_OK(cudaDeviceSynchronize());
 
   const int nblk = (in.sk + 127) / 128, pad = cpu_kv.vt_seqlen_pad;
@@ -237,8 +248,12 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
     SCOPED_TRACE(std::string("FP8ATTN_QUANT_VARIANT=") + variant);
     VariantScope scope(variant);
     ASSERT_STREQ(fp8attn_quant_variant(), variant);
-    compare_variant(in, opt, vt_pad, cpu_kv, cpu_q, softmax_scale);
-    if (::testing::Test::HasFatalFailure()) return;
+    for (const Entry entry : {Entry::kSplit, Entry::kQkv}) {
+      SCOPED_TRACE(entry == Entry::kSplit ? "fp8attn_quantize_kv + fp8attn_quantize_q"
+                                          : "fp8attn_quantize_qkv");
+      compare_variant(in, opt, vt_pad, cpu_kv, cpu_q, softmax_scale, entry);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
   }
 }
 
@@ -367,6 +382,31 @@ TEST(QuantApi, RefusesBadArgumentsWithAClearMessage) {
   EXPECT_EQ(fp8attn_quantize_q(&q3, &cache, 0, 0.1f, &qq, nullptr),
             FP8ATTN_ERROR_INVALID_ARGUMENT);  // 3 heads over 2 kv heads
   EXPECT_NE(std::string(fp8attn_quant_last_error()).find("heads"), std::string::npos);
+
+  // fp8attn_quantize_qkv checks Q as well before it launches anything, and leaves the cache's
+  // record of its options untouched when it refuses.
+  fp8attn_quant_options_init(&opt);
+  cache.options.hadamard_seed = 42;
+  EXPECT_EQ(fp8attn_quantize_qkv(&q3, &ok, &ok, &opt, 0.1f, &cache, &qq, buf, size_t(1) << 40,
+                                 nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("heads"), std::string::npos)
+      << fp8attn_quant_last_error();
+  EXPECT_EQ(cache.options.hadamard_seed, 42u);
+  fp8attn_q_quant qq2{};
+  ASSERT_EQ(fp8attn_q_quant_init(&qq2, buf, size_t(1) << 40, 1, 64, 2, 128), FP8ATTN_SUCCESS);
+  opt.q_scale = 9;
+  EXPECT_EQ(fp8attn_quantize_qkv(&ok, &ok, &ok, &opt, 0.1f, &cache, &qq2, buf, size_t(1) << 40,
+                                 nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("q_scale"), std::string::npos)
+      << fp8attn_quant_last_error();
+  opt.q_scale = FP8ATTN_Q_SCALE_TOKEN;
+  EXPECT_EQ(fp8attn_quantize_qkv(&ok, &misaligned, &ok, &opt, 0.1f, &cache, &qq2, buf,
+                                 size_t(1) << 40, nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("aligned"), std::string::npos);
+  EXPECT_EQ(fp8attn_quantize_qkv(&ok, &ok, &ok, &opt, 0.1f, &cache, nullptr, buf, size_t(1) << 40,
+                                 nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("q_quant"), std::string::npos);
+  EXPECT_EQ(cache.options.hadamard_seed, 42u);
 }
 
 // The defaults are the numerics study's decision (docs/numerics-report.md): smoothing on,
