@@ -5,6 +5,9 @@
 // when they have the same shape (the defaults): no launch boundary between K/V and Q, and
 // Q's rotation beside V's light tiles too.
 // Last to first when `reverse_order`: the channel reduction's last reads are then still in L2.
+#include <cstdlib>
+#include <cstring>
+
 #include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/pdl.h"
@@ -45,6 +48,7 @@ __device__ __forceinline__ Spread spread(uint32_t n, uint32_t count, uint32_t to
 struct Tiles {
   uint32_t nk, nv, nq;           // K, V and Q tiles (nq = 0: K and V only)
   uint32_t k_tiles, v_tiles, q_tiles;  // per (batch, head)
+  bool q_last;                   // probe knob FP8ATTN_QKV_ORDER=last: Q's tiles after K's and V's
 };
 
 // K tiles spread evenly among V's (K's tiles hold twice V's rows); with Q (kWithQ: the
@@ -61,7 +65,8 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
   if constexpr (kWithQ) {
     static_assert(T::kThreads == 128, "Q's row-scaled tile: 128 threads holding k_mean");
-    const Spread sq = spread(n, n_tiles.nq, total);
+    const Spread sq = n_tiles.q_last ? Spread{n < n_tiles.nq ? n : n_tiles.nq, n < n_tiles.nq}
+                                     : spread(n, n_tiles.nq, total);
     if (sq.here) {
       rows::quantize_rows_tile<kRotate, rows::Scale::kRow, true, 128,
                                rows::Constants::kHeldKMean>(
@@ -94,7 +99,9 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, const RowQuantAr
   if (nk + nv + nq >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   const Tiles tiles{static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
                     static_cast<uint32_t>(nq), static_cast<uint32_t>(k_tiles),
-                    static_cast<uint32_t>(v_tiles), static_cast<uint32_t>(q_tiles)};
+                    static_cast<uint32_t>(v_tiles), static_cast<uint32_t>(q_tiles),
+                    kWithQ && std::getenv("FP8ATTN_QKV_ORDER") != nullptr &&
+                        std::strcmp(std::getenv("FP8ATTN_QKV_ORDER"), "last") == 0};
   // After the statistics' finalize step, which writes the means and scales read here.
   return launch_after(quantize_kv_kernel<kRotate, kScale, kWithQ>,
                       dim3(static_cast<unsigned>(nk + nv + nq)),

@@ -32,3 +32,5 @@ for (i, name), m in by.items():
     print("   ", "; ".join(f"{k}: {m[k]}" for k in keys if k in m))
     print("   ", "; ".join(f"{k.replace('smsp__average_warps_issue_stalled_', '').replace('_per_issue_active.ratio', '')}: {v.split()[0]}" for k, v in m.items() if k not in keys))
 PY
+echo "== timing (tools/kernel_probe/time_prepass.py)"
+timeout 120 python3 tools/kernel_probe/time_prepass.py .carry/libfp8attn.so "${OUT:-.}/time-prepass-$(cat .carry/COMMIT).json"

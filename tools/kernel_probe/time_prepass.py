@@ -1,0 +1,78 @@
+"""Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
+runs after warm-up: fp8attn_quantize_qkv with Q's tiles spread among K's and V's, the same with
+Q's tiles last (FP8ATTN_QKV_ORDER=last), the two separate calls, and a device copy of Q, K, V.
+Each variant is timed twice, interleaved (drift check). Prints one line per timing and writes
+JSON to argv[2]."""
+import ctypes
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import bench_prepass as bp  # noqa: E402
+import speed  # noqa: E402
+
+
+def main() -> None:
+    lib = bp._bind(sys.argv[1])
+    b, s, h, h_kv = 2, 8192, 32, 32
+    q, k, v = bp._inputs(torch, b, s, s, h, h_kv, 20261130)
+    stream = bp._vp(torch.cuda.current_stream().cuda_stream)
+    cache_buf = torch.empty(lib.fp8attn_kv_cache_bytes(b, s, h_kv, 128, 0), dtype=torch.uint8,
+                            device="cuda")
+    ws = torch.empty(lib.fp8attn_quantize_kv_workspace_bytes(b, s, h_kv), dtype=torch.uint8,
+                     device="cuda")
+    q_buf = torch.empty(lib.fp8attn_q_quant_bytes(b, s, h, 128), dtype=torch.uint8, device="cuda")
+    cache, qq = bp.KvCache(), bp.QQuant()
+    bp._check(lib, lib.fp8attn_kv_cache_init(ctypes.byref(cache), cache_buf.data_ptr(),
+                                             cache_buf.numel(), b, s, h_kv, 128, 0), "cache")
+    bp._check(lib, lib.fp8attn_q_quant_init(ctypes.byref(qq), q_buf.data_ptr(), q_buf.numel(), b,
+                                            s, h, 128), "q")
+    tq, tk, tv = bp._tensor(q, b, s, h), bp._tensor(k, b, s, h_kv), bp._tensor(v, b, s, h_kv)
+    scale = 1.0 / math.sqrt(128)
+    o = bp.QuantOptions()
+    lib.fp8attn_quant_options_init(ctypes.byref(o))
+    moved, _ = bp._prepass_bytes(b, s, s, h, h_kv, o)
+
+    def qkv():
+        bp._check(lib, lib.fp8attn_quantize_qkv(
+            ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o), scale,
+            ctypes.byref(cache), ctypes.byref(qq), ws.data_ptr(), ws.numel(), stream), "qkv")
+
+    def qkv_last():
+        os.environ["FP8ATTN_QKV_ORDER"] = "last"
+        try:
+            qkv()
+        finally:
+            del os.environ["FP8ATTN_QKV_ORDER"]
+
+    def split():
+        bp._check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o),
+                                               ctypes.byref(cache), ws.data_ptr(), ws.numel(),
+                                               stream), "kv")
+        bp._check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), o.q_scale,
+                                              scale, ctypes.byref(qq), stream), "q")
+
+    src = torch.cat([q.reshape(-1), k.reshape(-1), v.reshape(-1)])
+    dst = torch.empty_like(src)
+    out = {"commit": open(ROOT / ".carry" / "COMMIT").read().strip(),
+           "gpu": torch.cuda.get_device_name(), "bytes_moved": moved, "runs": 100, "timings": []}
+    for rep in range(2):
+        for name, fn in (("copy", lambda: dst.copy_(src)), ("qkv_spread", qkv),
+                         ("qkv_q_last", qkv_last), ("split", split)):
+            ms = statistics.median(speed.time_ms(fn, 10, 100))
+            nbytes = 2 * src.numel() * 2 if name == "copy" else moved
+            gbps = nbytes / (ms * 1e-3) / 1e9
+            out["timings"].append({"name": name, "rep": rep, "ms_median": ms, "gbps": gbps})
+            print(f"{name:<12} rep {rep}: {ms * 1e3:7.1f} us  {gbps:7.0f} GB/s")
+    Path(sys.argv[2]).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
