@@ -41,7 +41,6 @@ HEAD_DIM = 128
 STATS_GROUP_KEYS = 32 * 16  # FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_GROUP
 K_SCALE_BLOCK = 128
 K_SCALE_HEAD, K_SCALE_BLOCK128 = 0, 1  # fp8attn_k_scale
-Q_SCALE_TOKEN = 0  # fp8attn_q_scale
 VARIANT_ENV = "FP8ATTN_QUANT_VARIANT"
 
 
@@ -227,11 +226,8 @@ def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -
     copy_gbps = 2 * src.numel() * 2 / (med(copy_ms) * 1e-3) / 1e9
     q_bytes = b * s * h * HEAD_DIM * 3 + 8 * b * h * s
     kv_moved = moved - q_bytes
-    # Q's tiles run in the K/V launch (src/quant/quantize_kv.cu fused_qkv_supported).
-    fused_qkv = (_variant(lib) == "v2" and bool(opts.hadamard_qk) and opts.k_scale == K_SCALE_HEAD
-                 and opts.q_scale == Q_SCALE_TOKEN)
     return {"b": b, "s": s, "h": h, "h_kv": h_kv, "mode": mode, "variant": _variant(lib),
-            "entry": "fp8attn_quantize_qkv", "fused_qkv": fused_qkv,
+            "entry": "fp8attn_quantize_qkv",
             "gbps": moved / (med(pre_ms) * 1e-3) / 1e9,
             "split_gbps": moved / (med(split_ms) * 1e-3) / 1e9,
             "copy_gbps": copy_gbps,

@@ -142,10 +142,8 @@ fp8attn_status fp8attn_quantize_q(const fp8attn_bf16_tensor* q, const fp8attn_kv
 
 // The whole pre-pass of one end-to-end call (what fp8attn_attention runs): BF16 K, V -> cache
 // (as fp8attn_quantize_kv, with `workspace` its scratch) and BF16 Q -> q_out (as
-// fp8attn_quantize_q with options->q_scale), the same bytes as those two calls. Everything is
-// checked before anything is launched. With the default options (rotation, K scaled per head,
-// Q per token) Q's tiles run in the fused K/V launch: one launch boundary fewer, and Q's
-// rotation beside V's light tiles; other options run the two calls' launches.
+// fp8attn_quantize_q with options->q_scale): the same launches and bytes as those two calls,
+// but everything is checked before anything is launched.
 fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_bf16_tensor* k,
                                     const fp8attn_bf16_tensor* v,
                                     const fp8attn_quant_options* options, float softmax_scale,

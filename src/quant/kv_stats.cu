@@ -219,19 +219,38 @@ __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
   const int c = threadIdx.x;
   const int64_t bh = blockIdx.x;
   const float n = static_cast<float>(a.v.seqlen);
-  auto fold = [&](const float* sum, const float* max, const float* min, bool minmax, float& s,
-                  float& mx, float& mn) {
-    s = 0.0f, mx = -INFINITY, mn = INFINITY;
-    const int64_t base = bh * a.ngroups * kHeadDim + c;
-#pragma unroll 4
-    for (int g = 0; g < a.ngroups; ++g) {
-      s = __fadd_rn(s, sum[base + g * kHeadDim]);
-      if (minmax) mx = fmaxf(mx, max[base + g * kHeadDim]), mn = fminf(mn, min[base + g * kHeadDim]);
-    }
+  // The group partials of V and (when needed) K, kFoldBatch groups at a time: all of a batch's
+  // loads are issued before the first add, so a batch costs one memory round trip instead of
+  // one per few groups (the adds keep their group order).
+  constexpr int kFoldBatch = 16;
+  struct Fold {
+    float s = 0.0f, mx = -INFINITY, mn = INFINITY;
   };
+  Fold fv, fk;
+  const int64_t base = bh * a.ngroups * kHeadDim + c;
+  for (int g0 = 0; g0 < a.ngroups; g0 += kFoldBatch) {
+    float vs[kFoldBatch], vx[kFoldBatch], vn[kFoldBatch];
+    float ks[kFoldBatch], kx[kFoldBatch], kn[kFoldBatch];
+#pragma unroll
+    for (int j = 0; j < kFoldBatch; ++j) {
+      const bool in = g0 + j < a.ngroups;
+      const int64_t o = base + static_cast<int64_t>(g0 + j) * kHeadDim;
+      vs[j] = in ? a.v_part_sum[o] : 0.0f;
+      vx[j] = in ? a.v_part_max[o] : -INFINITY;
+      vn[j] = in ? a.v_part_min[o] : INFINITY;
+      ks[j] = in && a.k_stats ? a.k_part_sum[o] : 0.0f;
+      kx[j] = in && a.k_scale_per_head ? a.k_part_max[o] : -INFINITY;
+      kn[j] = in && a.k_scale_per_head ? a.k_part_min[o] : INFINITY;
+    }
+#pragma unroll
+    for (int j = 0; j < kFoldBatch; ++j) {
+      if (g0 + j >= a.ngroups) break;
+      fv.s = __fadd_rn(fv.s, vs[j]), fv.mx = fmaxf(fv.mx, vx[j]), fv.mn = fminf(fv.mn, vn[j]);
+      fk.s = __fadd_rn(fk.s, ks[j]), fk.mx = fmaxf(fk.mx, kx[j]), fk.mn = fminf(fk.mn, kn[j]);
+    }
+  }
 
-  float s, mx, mn;
-  fold(a.v_part_sum, a.v_part_max, a.v_part_min, true, s, mx, mn);
+  float s = fv.s, mx = fv.mx, mn = fv.mn;
   const float v_mean = a.smooth_v ? __fdiv_rn(s, n) : 0.0f;
   float amax = channel_amax(mx, mn, v_mean, a.smooth_v);
   if (a.v_scale_per_head) amax = cta_max(amax, warp_max_v);
@@ -242,7 +261,7 @@ __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
 
   float k_mean = 0.0f;
   if (a.k_stats) {
-    fold(a.k_part_sum, a.k_part_max, a.k_part_min, a.k_scale_per_head, s, mx, mn);
+    s = fk.s, mx = fk.mx, mn = fk.mn;
     if (a.smooth_k) k_mean = __fdiv_rn(s, n);
     if (a.k_scale_per_head) {
       const float head_amax = cta_max(channel_amax(mx, mn, k_mean, a.smooth_k), warp_max_k);

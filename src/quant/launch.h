@@ -79,11 +79,6 @@ struct VtQuantArgs {
 // last to first when `reverse_order` (k.reverse_order).
 cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream);
 cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream);
-// Q, K and V in one launch (fp8attn_quantize_qkv), Q's tiles spread among K's and V's: only
-// where fused_qkv_supported (rotated, K scaled per head, Q per token: the defaults).
-bool fused_qkv_supported(const RowQuantArgs& k, const RowQuantArgs& q);
-cudaError_t launch_quantize_qkv(const RowQuantArgs& k, const VtQuantArgs& v, const RowQuantArgs& q,
-                                cudaStream_t stream);
 
 // quantize_rows_v1.cu / quantize_vt_v1.cu (FP8ATTN_QUANT_VARIANT=v1): the first kernels, one
 // tensor per launch, kept so that one GPU session can time both; same bytes.

@@ -470,12 +470,8 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
   q_out->softmax_scale = softmax_scale;
   const auto st = static_cast<cudaStream_t>(stream);
   if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
-  if (variant() == Variant::kV2 && fused_qkv_supported(plan.rows, qrows)) {
-    if (cudaError_t e = launch_quantize_qkv(plan.rows, plan.vt, qrows, st); e != cudaSuccess) {
-      return cuda_fail(e, "quantize q, k, v");
-    }
-    return FP8ATTN_SUCCESS;
-  }
+  // The K/V launch, then Q's (Q's tiles inside the K/V launch measured slower: see
+  // docs/perf-log.md, pre-pass qkv).
   if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
   return launch_fused_q(qrows, st);
 }

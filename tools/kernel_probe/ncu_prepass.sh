@@ -18,7 +18,7 @@ timeout 300 "$NCU" --profile-from-start off --clock-control none \
 echo "ncu rc=$? $(wc -l < "$csv") lines"
 python3 - "$csv" <<'PY'
 import csv, sys, collections
-rows = list(csv.DictReader(open(sys.argv[1])))
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("==")))
 keys = ["Duration", "DRAM Throughput", "Memory Throughput", "L2 Hit Rate", "Compute (SM) Throughput",
         "Issued Warp Per Scheduler", "No Eligible", "Warp Cycles Per Issued Instruction",
         "Achieved Occupancy", "Registers Per Thread", "SM Frequency", "DRAM Frequency"]

@@ -1,12 +1,11 @@
 """Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
-runs after warm-up: fp8attn_quantize_qkv with Q's tiles spread among K's and V's, the same with
-Q's tiles last (FP8ATTN_QKV_ORDER=last), the two separate calls, and a device copy of Q, K, V.
+runs after warm-up: fp8attn_quantize_qkv, the two separate calls, and a device copy of Q, K, V
+(the probe at cb2e8d6 also timed Q's tiles inside the K/V launch, spread and last).
 Each variant is timed twice, interleaved (drift check). Prints one line per timing and writes
 JSON to argv[2]."""
 import ctypes
 import json
 import math
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -45,13 +44,6 @@ def main() -> None:
             ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o), scale,
             ctypes.byref(cache), ctypes.byref(qq), ws.data_ptr(), ws.numel(), stream), "qkv")
 
-    def qkv_last():
-        os.environ["FP8ATTN_QKV_ORDER"] = "last"
-        try:
-            qkv()
-        finally:
-            del os.environ["FP8ATTN_QKV_ORDER"]
-
     def split():
         bp._check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o),
                                                ctypes.byref(cache), ws.data_ptr(), ws.numel(),
@@ -64,8 +56,7 @@ def main() -> None:
     out = {"commit": open(ROOT / ".carry" / "COMMIT").read().strip(),
            "gpu": torch.cuda.get_device_name(), "bytes_moved": moved, "runs": 100, "timings": []}
     for rep in range(2):
-        for name, fn in (("copy", lambda: dst.copy_(src)), ("qkv_spread", qkv),
-                         ("qkv_q_last", qkv_last), ("split", split)):
+        for name, fn in (("copy", lambda: dst.copy_(src)), ("qkv", qkv), ("split", split)):
             ms = statistics.median(speed.time_ms(fn, 10, 100))
             nbytes = 2 * src.numel() * 2 if name == "copy" else moved
             gbps = nbytes / (ms * 1e-3) / 1e9
