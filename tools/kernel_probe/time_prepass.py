@@ -1,11 +1,13 @@
 """Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
-runs after warm-up: fp8attn_quantize_qkv, the two separate calls, and a device copy of Q, K, V
-(the probe at cb2e8d6 also timed Q's tiles inside the K/V launch, spread and last).
+runs after warm-up: fp8attn_quantize_qkv, the two separate calls, a device copy of Q, K, V, and
+fp8attn_quantize_qkv with the statistics pass's L2 prefetch 8 and 16 keys ahead (probe knob
+FP8ATTN_STATS_PREFETCH). (The probe at cb2e8d6 timed Q's tiles inside the K/V launch instead.)
 Each variant is timed twice, interleaved (drift check). Prints one line per timing and writes
 JSON to argv[2]."""
 import ctypes
 import json
 import math
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -56,8 +58,16 @@ def main() -> None:
     out = {"commit": open(ROOT / ".carry" / "COMMIT").read().strip(),
            "gpu": torch.cuda.get_device_name(), "bytes_moved": moved, "runs": 100, "timings": []}
     for rep in range(2):
-        for name, fn in (("copy", lambda: dst.copy_(src)), ("qkv", qkv), ("split", split)):
-            ms = statistics.median(speed.time_ms(fn, 10, 100))
+        for name, env, fn in (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv),
+                              ("split", {}, split),
+                              ("qkv_stats_prefetch8", {"FP8ATTN_STATS_PREFETCH": "8"}, qkv),
+                              ("qkv_stats_prefetch16", {"FP8ATTN_STATS_PREFETCH": "16"}, qkv)):
+            os.environ.update(env)  # probe knobs, read by the library at every call
+            try:
+                ms = statistics.median(speed.time_ms(fn, 10, 100))
+            finally:
+                for key in env:
+                    del os.environ[key]
             nbytes = 2 * src.numel() * 2 if name == "copy" else moved
             gbps = nbytes / (ms * 1e-3) / 1e9
             out["timings"].append({"name": name, "rep": rep, "ms_median": ms, "gbps": gbps})
