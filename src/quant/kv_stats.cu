@@ -68,7 +68,7 @@ __device__ __forceinline__ void transpose_and_finish(const float (&x)[kValues], 
 // One group of one (batch, head) of tensor x: slot t / 8 sums its chunk of 32 keys in key order
 // (lane t % 8 holds 16 channels of each row: Lanes, or when rotated 8 k + lane), then thread c adds the chunk sums of channel c in
 // chunk order and writes the group's partials (b, h, group, 128).
-template <bool kRotate, bool kMinMax, int kPrefetch>
+template <bool kRotate, bool kMinMax>
 __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head, int group,
                                             int ngroups, const uint32_t (&neg)[4],
                                             GroupPartials& sh, float* part_sum, float* part_max,
@@ -122,14 +122,6 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
           }
         }
         if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
-        if constexpr (kPrefetch > 0) {
-          // Key t0 + u + kPrefetch of this thread's chunk, into L2: lanes 0, 2, .. its first
-          // 128-byte line, lanes 1, 3, .. its second.
-          if (t0 + u + kPrefetch < kChunk) {
-            prefetch_l2_here(src + (s0 + t0 + u + kPrefetch) * x.stride_s +
-                             Lanes::channel(lane % 2, 0, 0));
-          }
-        }
         if constexpr (kRotate) {
           hadamard_in_runs(v);
           float y[kValues];
@@ -186,7 +178,7 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 
 // grid.x: (tensor, head, group, batch) with the tensor fastest (V, K, V, K, ... when K's
 // statistics are needed: K's rotation beside V's light work on every SM), then heads.
-template <bool kRotate, bool kKMinMax, int kPrefetch>
+template <bool kRotate, bool kKMinMax>
 __global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStatsArgs a) {
   ptx::let_next_grid_start();  // the finalize step's CTAs wait on SMs this one leaves
   __shared__ GroupPartials sh;
@@ -199,10 +191,10 @@ __global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStat
   const int group = static_cast<int>(q % static_cast<uint32_t>(a.ngroups));
   const int b = static_cast<int>(q / static_cast<uint32_t>(a.ngroups));
   if (is_k) {
-    group_stats<kRotate, kKMinMax, kPrefetch>(a.k, b, head, group, a.ngroups, a.negate_bits, sh,
+    group_stats<kRotate, kKMinMax>(a.k, b, head, group, a.ngroups, a.negate_bits, sh,
                                    a.k_part_sum, a.k_part_max, a.k_part_min);
   } else {
-    group_stats<false, true, kPrefetch>(a.v, b, head, group, a.ngroups, a.negate_bits, sh, a.v_part_sum,
+    group_stats<false, true>(a.v, b, head, group, a.ngroups, a.negate_bits, sh, a.v_part_sum,
                              a.v_part_max, a.v_part_min);
   }
 }
@@ -285,12 +277,8 @@ __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
 template <bool kRotate, bool kKMinMax>
 void launch_groups(const KvStatsArgs& a, cudaStream_t stream) {
   const int64_t ctas = static_cast<int64_t>(a.k_stats ? 2 : 1) * a.v.batch * a.v.heads * a.ngroups;
-  const auto grid = static_cast<unsigned>(ctas);
-  switch (a.prefetch_keys) {  // probe knob FP8ATTN_STATS_PREFETCH: 8 or 16 keys ahead
-    case 8: kv_group_stats_kernel<kRotate, kKMinMax, 8><<<grid, kStatsThreads, 0, stream>>>(a); break;
-    case 16: kv_group_stats_kernel<kRotate, kKMinMax, 16><<<grid, kStatsThreads, 0, stream>>>(a); break;
-    default: kv_group_stats_kernel<kRotate, kKMinMax, 0><<<grid, kStatsThreads, 0, stream>>>(a);
-  }
+  kv_group_stats_kernel<kRotate, kKMinMax>
+      <<<static_cast<unsigned>(ctas), kStatsThreads, 0, stream>>>(a);
 }
 
 }  // namespace

@@ -27,8 +27,6 @@ struct KvStatsArgs {
   int ngroups;                      // ceil(seqlen / (chunk * group))
   int nblk;                         // ceil(seqlen / FP8ATTN_K_SCALE_BLOCK)
   float k_descale_factor;           // 1/128 for rotated K, else 1
-  int prefetch_keys;                // > 0: each key's lines are prefetched into L2 this many
-                                    // keys ahead of its load (within the thread's chunk)
   float *k_part_sum, *k_part_max, *k_part_min;  // workspace (b, h, ngroups, 128)
   float *v_part_sum, *v_part_max, *v_part_min;  // workspace (b, h, ngroups, 128)
   float *k_mean, *v_mean;           // out (b, h, 128): zeros when not smoothed

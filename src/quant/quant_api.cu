@@ -221,9 +221,6 @@ fp8attn_status plan_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* 
   stats.ngroups = ceil_div(k->seqlen, kStatsGroupKeys);
   stats.nblk = nblk;
   stats.k_descale_factor = rotate ? kHadamardDescale : 1.0f;
-  // Probe knob: L2 prefetch distance of the statistics pass, in keys (default 0: none).
-  const char* pf = std::getenv("FP8ATTN_STATS_PREFETCH");
-  stats.prefetch_keys = pf != nullptr ? std::atoi(pf) : 0;
   stats.k_part_sum = ws.k_part_sum, stats.k_part_max = ws.k_part_max;
   stats.k_part_min = ws.k_part_min;
   stats.v_part_sum = ws.v_part_sum, stats.v_part_max = ws.v_part_max;

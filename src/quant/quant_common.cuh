@@ -100,11 +100,6 @@ __device__ __forceinline__ uint4 ld_u32x4_here(const uint16_t* p) {
   return r;
 }
 
-// The L2 line holding p fetched into L2 ahead of its load: no register, no wait.
-__device__ __forceinline__ void prefetch_l2_here(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
 // The same load, coherent (no .nc): for data the previous grid of the stream may still be
 // writing when a grid launched with quant/pdl.h's launch_after starts. ptxas may move an .nc
 // load (read-only for the kernel's whole life) above ptx::wait_for_previous_grid(); not this one.

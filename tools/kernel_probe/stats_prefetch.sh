@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The pre-pass byte tests with the default statistics pass and with its L2 prefetch (probe knob
+# (The knob was removed after this probe: no gain.) The pre-pass byte tests with the default
+# statistics pass and with its L2 prefetch (probe knob
 # FP8ATTN_STATS_PREFETCH=8), then tools/kernel_probe/time_prepass.py. GPU machine, carry
 # [".carry"] after NO_CAPTURES=1 scripts/stage_gpu.sh.
 cd "$(dirname "$0")/../.."
