@@ -1,7 +1,6 @@
 """Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
-runs after warm-up: fp8attn_quantize_qkv, the two separate calls, a device copy of Q, K, V, and
-fp8attn_quantize_qkv with the statistics pass's L2 prefetch 8 and 16 keys ahead (probe knob
-FP8ATTN_STATS_PREFETCH). (The probe at cb2e8d6 timed Q's tiles inside the K/V launch instead.)
+runs after warm-up, the calls and probe knobs of CONFIGS (at b88eecb: the statistics pass's L2
+prefetch; at cb2e8d6: Q's tiles inside the K/V launch).
 Each variant is timed twice, interleaved (drift check). Prints one line per timing and writes
 JSON to argv[2]."""
 import ctypes
@@ -18,6 +17,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_prepass as bp  # noqa: E402
 import speed  # noqa: E402
+
+
+def CONFIGS(dst, src, qkv, split, q_only, kv_only):
+    """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
+    count only that pass's bytes."""
+    once_q, table_q = {"FP8ATTN_Q_MASKS": "once"}, {"FP8ATTN_Q_MASKS": "table"}
+    once_k = {"FP8ATTN_K_MASKS": "once"}
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
+            ("q_only", {}, q_only), ("q_only_masks_once", once_q, q_only),
+            ("q_only_masks_table", table_q, q_only),
+            ("kv_only", {}, kv_only), ("kv_only_masks_once", once_k, kv_only),
+            ("qkv_masks_once", {**once_q, **once_k}, qkv), ("qkv_q_masks_once", once_q, qkv))
 
 
 def main() -> None:
@@ -46,32 +57,37 @@ def main() -> None:
             ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o), scale,
             ctypes.byref(cache), ctypes.byref(qq), ws.data_ptr(), ws.numel(), stream), "qkv")
 
-    def split():
+    def kv_only():
         bp._check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o),
                                                ctypes.byref(cache), ws.data_ptr(), ws.numel(),
                                                stream), "kv")
+
+    def q_only():
         bp._check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), o.q_scale,
                                               scale, ctypes.byref(qq), stream), "q")
+
+    def split():
+        kv_only()
+        q_only()
 
     src = torch.cat([q.reshape(-1), k.reshape(-1), v.reshape(-1)])
     dst = torch.empty_like(src)
     out = {"commit": open(ROOT / ".carry" / "COMMIT").read().strip(),
            "gpu": torch.cuda.get_device_name(), "bytes_moved": moved, "runs": 100, "timings": []}
     for rep in range(2):
-        for name, env, fn in (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv),
-                              ("split", {}, split),
-                              ("qkv_stats_prefetch8", {"FP8ATTN_STATS_PREFETCH": "8"}, qkv),
-                              ("qkv_stats_prefetch16", {"FP8ATTN_STATS_PREFETCH": "16"}, qkv)):
+        for name, env, fn in CONFIGS(dst, src, qkv, split, q_only, kv_only):
             os.environ.update(env)  # probe knobs, read by the library at every call
             try:
                 ms = statistics.median(speed.time_ms(fn, 10, 100))
             finally:
                 for key in env:
                     del os.environ[key]
-            nbytes = 2 * src.numel() * 2 if name == "copy" else moved
+            q_bytes = b * s * h * 128 * 3 + 8 * b * h * s
+            nbytes = (2 * src.numel() * 2 if name == "copy" else q_bytes if name.startswith("q_only")
+                      else moved - q_bytes if name.startswith("kv_only") else moved)
             gbps = nbytes / (ms * 1e-3) / 1e9
             out["timings"].append({"name": name, "rep": rep, "ms_median": ms, "gbps": gbps})
-            print(f"{name:<12} rep {rep}: {ms * 1e3:7.1f} us  {gbps:7.0f} GB/s")
+            print(f"{name:<20} rep {rep}: {ms * 1e3:7.1f} us  {gbps:7.0f} GB/s")
     Path(sys.argv[2]).write_text(json.dumps(out, indent=1))
 
 
