@@ -3,9 +3,6 @@
 // transposed tiles (quant/vt_tile.cuh), so that every SM runs the rotation-heavy K beside the
 // light V.
 // Last to first when `reverse_order`: the channel reduction's last reads are then still in L2.
-#include <cstdlib>
-#include <cstring>
-
 #include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/pdl.h"
@@ -29,7 +26,7 @@ struct KvTile {
       kHeld ? rows::Constants::kHeldMean : rows::Constants::kReload;
 };
 
-template <bool kRotate, rows::Scale kScale, rows::Masks kMasks>
+template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
                                   KvTile<kRotate, kScale>::kCtasPerSm)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
@@ -44,7 +41,7 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   if (k_upto > k_before) {
     // K is complete: the statistics pass read it.
     using T = KvTile<kRotate, kScale>;
-    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, kMasks>(
+    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants>(
         k, rows::tile_of(k_before, k.x.heads, k_tiles));
   } else {
     vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(
@@ -52,7 +49,7 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   }
 }
 
-template <bool kRotate, rows::Scale kScale, rows::Masks kMasks = rows::Masks::kDefault>
+template <bool kRotate, rows::Scale kScale>
 cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream) {
   constexpr int kRows = rows::kTileRows<kScale>;
   const int k_tiles = (k.x.seqlen + kRows - 1) / kRows;
@@ -61,22 +58,10 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   const int64_t nv = static_cast<int64_t>(v_tiles) * v.v.heads * v.v.batch;
   if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   // After the statistics' finalize step, which writes the means and scales read here.
-  return launch_after(quantize_kv_kernel<kRotate, kScale, kMasks>, dim3(static_cast<unsigned>(nk + nv)),
+  return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
                       dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
                       static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
                       static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
-}
-
-// Probe knob FP8ATTN_K_MASKS=once: the rotated head-scaled K tile's sign masks (rows::Masks).
-template <>
-cudaError_t launch<true, rows::Scale::kKnown, rows::Masks::kDefault>(const RowQuantArgs& k,
-                                                                     const VtQuantArgs& v,
-                                                                     cudaStream_t stream) {
-  const char* m = std::getenv("FP8ATTN_K_MASKS");
-  if (m != nullptr && std::strcmp(m, "once") == 0) {
-    return launch<true, rows::Scale::kKnown, rows::Masks::kLoadedOnce>(k, v, stream);
-  }
-  return launch<true, rows::Scale::kKnown, rows::Masks::kRecompute>(k, v, stream);
 }
 
 }  // namespace

@@ -1,8 +1,5 @@
 // The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every tile of every (batch, head), head
 // fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
-#include <cstdlib>
-#include <cstring>
-
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/rows_tile.cuh"
@@ -24,37 +21,23 @@ struct QTile {
       kPerRow ? rows::Constants::kHeldKMean : rows::Constants::kReload;
 };
 
-template <bool kRotate, rows::Scale kScale, rows::Masks kMasks>
+template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
     quantize_q_kernel(RowQuantArgs a, int tiles) {
   using T = QTile<kScale>;
-  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants, kMasks>(
+  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants>(
       a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
 }
 
-template <bool kRotate, rows::Scale kScale, rows::Masks kMasks = rows::Masks::kDefault>
+template <bool kRotate, rows::Scale kScale>
 cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
   constexpr int kRows = rows::kTileRows<kScale>;
   const int tiles = (a.x.seqlen + kRows - 1) / kRows;
   const int64_t ctas = static_cast<int64_t>(tiles) * a.x.heads * a.x.batch;
   // Whatever ran before on the stream (the K/V pass, or the kernel writing Q): the tile waits
   // for it before its first load.
-  return launch_after(quantize_q_kernel<kRotate, kScale, kMasks>, dim3(static_cast<unsigned>(ctas)),
+  return launch_after(quantize_q_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(ctas)),
                       dim3(QTile<kScale>::kThreads), stream, a, tiles);
-}
-
-// Probe knob FP8ATTN_Q_MASKS=table|once: the rotated row-scaled Q pass's sign masks (rows::Masks).
-template <>
-cudaError_t launch<true, rows::Scale::kRow, rows::Masks::kDefault>(const RowQuantArgs& a,
-                                                                   cudaStream_t stream) {
-  const char* m = std::getenv("FP8ATTN_Q_MASKS");
-  if (m != nullptr && std::strcmp(m, "table") == 0) {
-    return launch<true, rows::Scale::kRow, rows::Masks::kTable>(a, stream);
-  }
-  if (m != nullptr && std::strcmp(m, "once") == 0) {
-    return launch<true, rows::Scale::kRow, rows::Masks::kLoadedOnce>(a, stream);
-  }
-  return launch<true, rows::Scale::kRow, rows::Masks::kRecompute>(a, stream);
 }
 
 template <bool kRotate>

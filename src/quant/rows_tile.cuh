@@ -28,14 +28,6 @@ inline constexpr int kScaleTileRows = 128;       // a K scale block (FP8ATTN_K_S
 // head-scaled K tile (lse_bias and k_mean are ignored).
 enum class Constants { kReload, kHeldKMean, kHeldMean };
 
-// Where a rotated row's sign masks come from (16 words per thread): kDefault is kTable when the
-// constants are reloaded, else kRecompute. kRecompute: from the seed's bits, which ptxas then
-// recomputes inside the row loop (about 4.5 ALU instructions a word, every row); kTable: the
-// CTA's table in shared memory, one 16-byte load per run of 8 channels and row; kLoadedOnce:
-// read from that table once per thread (volatile loads ptxas cannot recompute) and held in 16
-// registers.
-enum class Masks { kDefault, kRecompute, kTable, kLoadedOnce };
-
 // Where a row's scale comes from: its own amax, the amax of its 128-row tile, or a known value
 // per (batch, head) (K per head: the statistics pass computed it).
 enum class Scale { kRow, kTile, kKnown };
@@ -67,17 +59,12 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
 // (quant/pdl.h), with .nc loads. Otherwise (Q: the previous kernel may be the one writing it)
 // it waits first and loads coherently.
 template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kThreads,
-          Constants kConstants = Constants::kReload, Masks kMaskSource = Masks::kDefault>
+          Constants kConstants = Constants::kReload>
 __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
   constexpr int kRowsPerPass = kThreads / kL;
   constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
   constexpr bool kHeld = kConstants != Constants::kReload;
   constexpr bool kHeldMean = kConstants == Constants::kHeldMean;
-  constexpr Masks kMasks = !kRotate ? Masks::kDefault
-                           : kMaskSource != Masks::kDefault ? kMaskSource
-                           : kHeld ? Masks::kRecompute : Masks::kTable;
-  constexpr bool kMaskTable = kMasks == Masks::kTable || kMasks == Masks::kLoadedOnce;
-  constexpr bool kMaskHeld = kMasks == Masks::kRecompute || kMasks == Masks::kLoadedOnce;
   static_assert(!kHeld || kScale != Scale::kTile, "the tile scale holds every row's values");
   const int lane = threadIdx.x % kL;
   const int S = a.x.seqlen;
@@ -104,18 +91,15 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
   float* const descale_row = a.descale_per_row ? a.descale + bh * S : nullptr;
 
   __shared__ SignTable<kL> signs;
-  if constexpr (kMaskTable) {
+  if constexpr (kRotate && !kHeld) {
     fill_sign_table<kL>(a.negate_bits, signs);
     __syncthreads();
   }
-  // Held: this lane's 16 mask words (see Masks) and, once the previous grid is done, the runs of
-  // k_mean (Q) or of the mean (K).
-  uint32_t held_mask[kMaskHeld ? kChunks : 1][4];
-  if constexpr (kMasks == Masks::kRecompute) sign_masks_of_lane<kL>(a.negate_bits, lane, held_mask);
-  if constexpr (kMasks == Masks::kLoadedOnce) {
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) sign_masks_here<kL>(signs, lane, hi, held_mask[hi]);
-  }
+  // Held: this lane's 16 mask words (from the seed's bits, no table) and, once the previous
+  // grid is done, the runs of k_mean (Q) or of the mean (K). (The compiler still recomputes a
+  // few masks in the loop from the seed's bits in the constant bank: ALU, not MIO.)
+  uint32_t held_mask[kHeld ? kChunks : 1][4];
+  if constexpr (kHeld && kRotate) sign_masks_of_lane<kL>(a.negate_bits, lane, held_mask);
   float held_run[kHeld ? kValues : 1];
   // K's mean and Q's k_mean (per (b, h), 512 bytes: L1 hits) are loaded per run where they are
   // used (kReload), not held in 32 registers across the tile. A held tile holds one of them and
@@ -132,7 +116,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
   auto convert = [&](const uint4 (&raw)[kChunks], float (&x)[kValues]) {
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
-      if constexpr (kRotate && kMaskHeld) {
+      if constexpr (kRotate && kHeld) {
         bf16x8_to_float_signed(raw[hi], held_mask[hi], &x[8 * hi]);
       } else if constexpr (kRotate) {
         uint32_t mask[4];

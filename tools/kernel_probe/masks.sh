@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sign masks of the rotated rows (rows::Masks): the pre-pass byte tests under the probe knobs
+# (rows::Masks and its knobs were removed after this probe: no gain.) Sign masks of the rotated
+# rows (rows::Masks): the pre-pass byte tests under the probe knobs
 # FP8ATTN_Q_MASKS=once|table and FP8ATTN_K_MASKS=once, then tools/kernel_probe/time_prepass.py.
 # GPU machine, carry [".carry"] after NO_CAPTURES=1 scripts/stage_gpu.sh.
 cd "$(dirname "$0")/../.."

@@ -1,6 +1,7 @@
 """Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
-runs after warm-up, the calls and probe knobs of CONFIGS (at b88eecb: the statistics pass's L2
-prefetch; at cb2e8d6: Q's tiles inside the K/V launch).
+runs after warm-up, the calls and probe knobs of CONFIGS (at 83dca51: the rotated rows' sign
+masks; at b88eecb: the statistics pass's L2 prefetch; at cb2e8d6: Q's tiles inside the K/V launch;
+each knob removed after its probe).
 Each variant is timed twice, interleaved (drift check). Prints one line per timing and writes
 JSON to argv[2]."""
 import ctypes
@@ -22,13 +23,8 @@ import speed  # noqa: E402
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    once_q, table_q = {"FP8ATTN_Q_MASKS": "once"}, {"FP8ATTN_Q_MASKS": "table"}
-    once_k = {"FP8ATTN_K_MASKS": "once"}
     return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
-            ("q_only", {}, q_only), ("q_only_masks_once", once_q, q_only),
-            ("q_only_masks_table", table_q, q_only),
-            ("kv_only", {}, kv_only), ("kv_only_masks_once", once_k, kv_only),
-            ("qkv_masks_once", {**once_q, **once_k}, qkv), ("qkv_q_masks_once", once_q, qkv))
+            ("q_only", {}, q_only), ("kv_only", {}, kv_only))
 
 
 def main() -> None:
