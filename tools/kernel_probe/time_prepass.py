@@ -23,8 +23,10 @@ import speed  # noqa: E402
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
-            ("q_only", {}, q_only), ("kv_only", {}, kv_only))
+    bulk = {"FP8ATTN_STATS": "bulk"}
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("qkv_stats_bulk", bulk, qkv),
+            ("q_only", {}, q_only), ("kv_only", {}, kv_only),
+            ("kv_only_stats_bulk", bulk, kv_only))
 
 
 def main() -> None:

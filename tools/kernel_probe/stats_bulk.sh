@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The statistics pass with bulk copies into per-warp shared-memory rings (probe knob
+# FP8ATTN_STATS=bulk): the pre-pass byte tests with it, compute-sanitizer memcheck on the random
+# byte test with it, then tools/kernel_probe/time_prepass.py. GPU machine, carry [".carry"] after
+# NO_CAPTURES=1 scripts/stage_gpu.sh.
+cd "$(dirname "$0")/../.."
+source tools/kernel_probe/lib.sh
+probe_init
+[ -e /work/main/data ] || { mkdir -p /work/main && ln -sfn "$PWD/data" /work/main/data; }
+c=$(cat .carry/COMMIT)
+for t in test_quant test_quant_attention; do
+  log="${OUT:-.}/$t-stats_bulk-$c.log"
+  FP8ATTN_STATS=bulk timeout 120 .carry/tests/$t > "$log" 2>&1
+  echo "[FP8ATTN_STATS=bulk] $t rc=$? $(grep -E "PASSED|FAILED" "$log" | tail -n 3 | tr '\n' ' ')"
+done
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+log="${OUT:-.}/memcheck-stats_bulk-$c.log"
+FP8ATTN_STATS=bulk timeout 200 "$SAN" --tool memcheck --error-exitcode 17 .carry/tests/test_quant \
+  --gtest_filter=QuantGpu.MatchesCpuMirrorOnRandomData > "$log" 2>&1
+echo "memcheck rc=$? $(grep -E "ERROR SUMMARY|PASSED|FAILED" "$log" | tail -n 3 | tr '\n' ' ')"
+timeout 200 python3 tools/kernel_probe/time_prepass.py .carry/libfp8attn.so "${OUT:-.}/time-prepass-$c.json"
