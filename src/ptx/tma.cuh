@@ -32,10 +32,4 @@ __device__ __forceinline__ void bulk_load(void* smem_dst, const void* src, uint3
       : "memory");
 }
 
-// Orders this thread's earlier shared-memory accesses (and, after a barrier, the other threads')
-// before its later async-proxy ones (a bulk copy refilling a buffer the warp has just read).
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 }  // namespace fp8attn::ptx

@@ -9,6 +9,7 @@
 #include "fp8attn/quant.h"
 #include "ptx/griddep.cuh"
 #include "ptx/tma.cuh"
+#include "ptx/warpgroup.cuh"  // fence_proxy_async_shared
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/quant_common.cuh"
