@@ -3,13 +3,8 @@
 // head; then means, V's scales and K's per-head scale, whose amax is exact: the rotated rows'
 // max and min per channel give the largest |x - mean| (rounding is monotone). The sums have the
 // fixed order of quant.h (chunks, groups, total) that model/prepass.cc repeats.
-#include <cstdlib>
-#include <cstring>
-
 #include "fp8attn/quant.h"
 #include "ptx/griddep.cuh"
-#include "ptx/tma.cuh"
-#include "ptx/warpgroup.cuh"  // fence_proxy_async_shared
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/quant_common.cuh"
@@ -68,49 +63,6 @@ __device__ __forceinline__ void transpose_and_finish(const float (&x)[kValues], 
       y[k + h] = __fsub_rn(a, b);
     }
   }
-}
-
-// The end of a group: each slot's chunk sums (and max, min) of its 16 channels to shared memory,
-// then thread c adds the chunk sums of channel c in chunk order and writes the group's partials
-// (b, h, group, 128).
-template <bool kRotate, bool kMinMax>
-__device__ __forceinline__ void finish_group(const float (&sum)[kValues], const float (&mx)[kValues],
-                                             const float (&mn)[kValues], GroupPartials& sh,
-                                             const Bf16Input& x, int b, int head, int group,
-                                             int ngroups, float* part_sum, float* part_max,
-                                             float* part_min) {
-  const int lane = threadIdx.x % kL, slot = threadIdx.x / kL;
-  const int S = x.seqlen;
-  auto put = [&](float* row, const float* v) {  // 8 channels from Lanes::channel(hi, lane, 0)
-    reinterpret_cast<float4*>(row)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4*>(row)[1] = make_float4(v[4], v[5], v[6], v[7]);
-  };
-  if constexpr (kRotate) {  // lane holds channels 8 k + lane
-#pragma unroll
-    for (int k = 0; k < kValues; ++k) {
-      sh.sum[slot][8 * k + lane] = sum[k];
-      if constexpr (kMinMax) sh.max[slot][8 * k + lane] = mx[k], sh.min[slot][8 * k + lane] = mn[k];
-    }
-  } else {
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) {
-      const int c = Lanes::channel(hi, lane, 0);
-      put(&sh.sum[slot][c], &sum[8 * hi]);
-      if constexpr (kMinMax) put(&sh.max[slot][c], &mx[8 * hi]), put(&sh.min[slot][c], &mn[8 * hi]);
-    }
-  }
-  __syncthreads();
-  const int c = threadIdx.x;
-  float gs = 0.0f, gmax = -INFINITY, gmin = INFINITY;
-#pragma unroll
-  for (int r = 0; r < kGroupChunks; ++r) {
-    if ((group * kGroupChunks + r) * kChunk >= S) break;  // chunks past the end: none
-    gs = __fadd_rn(gs, sh.sum[r][c]);
-    if constexpr (kMinMax) gmax = fmaxf(gmax, sh.max[r][c]), gmin = fminf(gmin, sh.min[r][c]);
-  }
-  const int64_t o = ((static_cast<int64_t>(b) * x.heads + head) * ngroups + group) * kHeadDim + c;
-  part_sum[o] = gs;
-  if constexpr (kMinMax) part_max[o] = gmax, part_min[o] = gmin;
 }
 
 // One group of one (batch, head) of tensor x: slot t / 8 sums its chunk of 32 keys in key order
@@ -192,119 +144,36 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
   } else {
     chunk.template operator()<true>();
   }
-  finish_group<kRotate, kMinMax>(sum, mx, mn, sh, x, b, head, group, ngroups, part_sum, part_max,
-                                 part_min);
-}
-
-// The same group with its keys brought into shared memory by bulk copies (cp.async.bulk: one
-// key's 256-byte row of the head each) instead of a ring of registers. Each warp runs its own
-// ring of kBulkStages steps (a step: one key of each of the warp's 4 chunks, 1 KB), refilled by
-// its lanes 0..3 as soon as the warp has read a step: 8 KB per warp, 128 KB per SM in flight
-// without holding a register. Same values, same operations, same order as group_stats.
-constexpr int kBulkStages = 8;
-constexpr int kSlotsPerWarp = 32 / kL;
-constexpr int kRowBytes = kHeadDim * 2;
-constexpr int kWarpRingBytes = kBulkStages * kSlotsPerWarp * kRowBytes;
-constexpr int kBulkRingBytes = kStatsThreads / 32 * kWarpRingBytes;
-// Dynamic shared memory: the rings, then (after the loop) the group partials in the same bytes.
-constexpr int kBulkSmemBytes = kBulkRingBytes > static_cast<int>(sizeof(GroupPartials))
-                                   ? kBulkRingBytes : static_cast<int>(sizeof(GroupPartials));
-static_assert(kBulkStages <= kChunk);
-
-__device__ __forceinline__ uint4 lds_u32x4(const unsigned char* p) {
-  uint4 r;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "r"(ptx::smem_addr(p)));
-  return r;
-}
-
-template <bool kRotate, bool kMinMax>
-__device__ __forceinline__ void group_stats_bulk(const Bf16Input& x, int b, int head, int group,
-                                                 int ngroups, const uint32_t (&neg)[4],
-                                                 unsigned char* dyn,
-                                                 uint64_t (&full)[kStatsThreads / 32][kBulkStages],
-                                                 float* part_sum, float* part_max,
-                                                 float* part_min) {
-  const int lane = threadIdx.x % kL, slot = threadIdx.x / kL;
-  const int warp = threadIdx.x / 32, wlane = threadIdx.x % 32;
-  const int S = x.seqlen;
-  const int s0 = (group * kGroupChunks + slot) * kChunk;
-  __shared__ SignTable<kL> signs;
-  __shared__ Transpose tr;
-  if constexpr (kRotate) fill_sign_table<kL>(neg, signs);
-  uint64_t* const bar = full[warp];
-  if (wlane == 0) {
-#pragma unroll
-    for (int st = 0; st < kBulkStages; ++st) ptx::mbar_init(&bar[st], 1);
-    ptx::mbar_fence_init();
-  }
-  __syncthreads();  // the sign table; the warp's barriers
-  float* const tr_buf = tr.v[warp][0][slot % (32 / kL)];
-  unsigned char* const ring = dyn + warp * kWarpRingBytes;
-
-  // Step t: key w_first + 32 r + t of the warp's chunk r (r = 0..3), copied by lane r if it
-  // exists; lane 0 arms the stage's barrier with the bytes of the keys that exist.
-  const int w_first = (group * kGroupChunks + warp * kSlotsPerWarp) * kChunk;
-  const uint16_t* const p_src =
-      x.data + b * x.stride_b + head * x.stride_h + static_cast<int64_t>(w_first + kChunk * wlane) * x.stride_s;
-  auto issue = [&](int t) {
-    const int st = t % kBulkStages;
-    const int rem = S - (w_first + t);  // chunk r has key t iff 32 r < rem
-    const int valid = rem <= 0 ? 0 : min(kSlotsPerWarp, (rem + kChunk - 1) / kChunk);
-    if (wlane == 0) ptx::mbar_arrive_expect_tx(&bar[st], valid * kRowBytes);
-    if (wlane < valid) {
-      ptx::bulk_load(ring + (st * kSlotsPerWarp + wlane) * kRowBytes, p_src + t * x.stride_s,
-                     kRowBytes, &bar[st]);
-    }
+  auto put = [&](float* row, const float* v) {  // 8 channels from Lanes::channel(hi, lane, 0)
+    reinterpret_cast<float4*>(row)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(row)[1] = make_float4(v[4], v[5], v[6], v[7]);
   };
+  if constexpr (kRotate) {  // lane holds channels 8 k + lane
 #pragma unroll
-  for (int t = 0; t < kBulkStages; ++t) issue(t);
-
-  float sum[kValues], mx[kValues], mn[kValues];
-#pragma unroll
-  for (int v = 0; v < kValues; ++v) sum[v] = 0.0f, mx[v] = -INFINITY, mn[v] = INFINITY;
-  const unsigned char* const my_row = ring + (wlane / kL) * kRowBytes + 16 * lane;
-#pragma unroll 1
-  for (int t = 0; t < kChunk; ++t) {
-    const int st = t % kBulkStages;
-    ptx::mbar_wait(&bar[st], (t / kBulkStages) & 1);
-    float v[kValues];
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) {  // channels Lanes::channel(hi, lane, 0): byte 128 hi + 16 lane
-      const uint4 raw = lds_u32x4(my_row + st * kSlotsPerWarp * kRowBytes + 128 * hi);
-      if constexpr (kRotate) {
-        uint32_t mask[4];
-        sign_masks_here<kL>(signs, lane, hi, mask);
-        bf16x8_to_float_signed(raw, mask, &v[8 * hi]);
-      } else {
-        bf16x8_to_float(raw, &v[8 * hi]);
-      }
+    for (int k = 0; k < kValues; ++k) {
+      sh.sum[slot][8 * k + lane] = sum[k];
+      if constexpr (kMinMax) sh.max[slot][8 * k + lane] = mx[k], sh.min[slot][8 * k + lane] = mn[k];
     }
-    computed_here(v);
-    __syncwarp();  // every lane has read step t's buffer: refill it with step t + kBulkStages
-    if (t + kBulkStages < kChunk) {
-      if (wlane < kSlotsPerWarp) ptx::fence_proxy_async_shared();
-      issue(t + kBulkStages);
-    }
-    if constexpr (kRotate) {
-      hadamard_in_runs(v);
-      float y[kValues];
-      transpose_and_finish(v, tr_buf + (t % kTBufs) * (32 / kL) * Tr::kSlot, lane, y);
+  } else {
 #pragma unroll
-      for (int i = 0; i < kValues; ++i) v[i] = y[i];
-    }
-    if (s0 + t < S) {
-#pragma unroll
-      for (int i = 0; i < kValues; ++i) {
-        sum[i] = __fadd_rn(sum[i], v[i]);
-        if constexpr (kMinMax) mx[i] = fmaxf(mx[i], v[i]), mn[i] = fminf(mn[i], v[i]);
-      }
+    for (int hi = 0; hi < kChunks; ++hi) {
+      const int c = Lanes::channel(hi, lane, 0);
+      put(&sh.sum[slot][c], &sum[8 * hi]);
+      if constexpr (kMinMax) put(&sh.max[slot][c], &mx[8 * hi]), put(&sh.min[slot][c], &mn[8 * hi]);
     }
   }
-  __syncthreads();  // every warp is done with its ring (no copy in flight): the partials reuse it
-  finish_group<kRotate, kMinMax>(sum, mx, mn, *reinterpret_cast<GroupPartials*>(dyn), x, b, head,
-                                 group, ngroups, part_sum, part_max, part_min);
+  __syncthreads();
+  const int c = threadIdx.x;
+  float gs = 0.0f, gmax = -INFINITY, gmin = INFINITY;
+#pragma unroll
+  for (int r = 0; r < kGroupChunks; ++r) {
+    if ((group * kGroupChunks + r) * kChunk >= S) break;  // chunks past the end: none
+    gs = __fadd_rn(gs, sh.sum[r][c]);
+    if constexpr (kMinMax) gmax = fmaxf(gmax, sh.max[r][c]), gmin = fminf(gmin, sh.min[r][c]);
+  }
+  const int64_t o = ((static_cast<int64_t>(b) * x.heads + head) * ngroups + group) * kHeadDim + c;
+  part_sum[o] = gs;
+  if constexpr (kMinMax) part_max[o] = gmax, part_min[o] = gmin;
 }
 
 // grid.x: (tensor, head, group, batch) with the tensor fastest (V, K, V, K, ... when K's
@@ -327,29 +196,6 @@ __global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStat
   } else {
     group_stats<false, true>(a.v, b, head, group, a.ngroups, a.negate_bits, sh, a.v_part_sum,
                              a.v_part_max, a.v_part_min);
-  }
-}
-
-// The same grid with group_stats_bulk (dynamic shared memory: kBulkSmemBytes).
-template <bool kRotate, bool kKMinMax>
-__global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_bulk_kernel(KvStatsArgs a) {
-  ptx::let_next_grid_start();  // the finalize step's CTAs wait on SMs this one leaves
-  extern __shared__ __align__(128) unsigned char dyn[];
-  __shared__ uint64_t full[kStatsThreads / 32][kBulkStages];
-  const uint32_t tensors = a.k_stats ? 2 : 1;
-  uint32_t n = blockIdx.x;
-  const bool is_k = n % tensors == 1;
-  n /= tensors;
-  const uint32_t heads = a.v.heads, q = n / heads;
-  const int head = static_cast<int>(n - q * heads);
-  const int group = static_cast<int>(q % static_cast<uint32_t>(a.ngroups));
-  const int b = static_cast<int>(q / static_cast<uint32_t>(a.ngroups));
-  if (is_k) {
-    group_stats_bulk<kRotate, kKMinMax>(a.k, b, head, group, a.ngroups, a.negate_bits, dyn, full,
-                                        a.k_part_sum, a.k_part_max, a.k_part_min);
-  } else {
-    group_stats_bulk<false, true>(a.v, b, head, group, a.ngroups, a.negate_bits, dyn, full,
-                                  a.v_part_sum, a.v_part_max, a.v_part_min);
   }
 }
 
@@ -429,28 +275,10 @@ __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
 }
 
 template <bool kRotate, bool kKMinMax>
-cudaError_t launch_groups(const KvStatsArgs& a, cudaStream_t stream) {
+void launch_groups(const KvStatsArgs& a, cudaStream_t stream) {
   const int64_t ctas = static_cast<int64_t>(a.k_stats ? 2 : 1) * a.v.batch * a.v.heads * a.ngroups;
-  const auto grid = static_cast<unsigned>(ctas);
-  const char* knob = std::getenv("FP8ATTN_STATS");  // probe knob: "bulk" or the register ring
-  if (knob != nullptr && std::strcmp(knob, "bulk") == 0) {
-    auto* kernel = kv_group_stats_bulk_kernel<kRotate, kKMinMax>;
-    // Static + dynamic shared memory exceed 48 KB: opt in once (4 CTAs need the largest carveout).
-    static const cudaError_t set = [&] {
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kBulkSmemBytes);
-      if (e == cudaSuccess) {
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
-      }
-      return e;
-    }();
-    if (set != cudaSuccess) return set;
-    kernel<<<grid, kStatsThreads, kBulkSmemBytes, stream>>>(a);
-  } else {
-    kv_group_stats_kernel<kRotate, kKMinMax><<<grid, kStatsThreads, 0, stream>>>(a);
-  }
-  return cudaSuccess;
+  kv_group_stats_kernel<kRotate, kKMinMax>
+      <<<static_cast<unsigned>(ctas), kStatsThreads, 0, stream>>>(a);
 }
 
 }  // namespace
@@ -458,12 +286,11 @@ cudaError_t launch_groups(const KvStatsArgs& a, cudaStream_t stream) {
 cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream) {
   const bool rotate = args.k_stats && args.rotate;
   const bool k_minmax = args.k_stats && args.k_scale_per_head;
-  const cudaError_t set =
-      rotate ? (k_minmax ? launch_groups<true, true>(args, stream)
-                         : launch_groups<true, false>(args, stream))
-             : (k_minmax ? launch_groups<false, true>(args, stream)
-                         : launch_groups<false, false>(args, stream));
-  if (set != cudaSuccess) return set;
+  if (rotate) {
+    k_minmax ? launch_groups<true, true>(args, stream) : launch_groups<true, false>(args, stream);
+  } else {
+    k_minmax ? launch_groups<false, true>(args, stream) : launch_groups<false, false>(args, stream);
+  }
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   return launch_after(kv_finalize_kernel,
                       dim3(static_cast<unsigned>(static_cast<int64_t>(args.v.batch) * args.v.heads)),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The statistics pass with bulk copies into per-warp shared-memory rings (probe knob
+# (Removed after this probe: 2x slower.) The statistics pass with bulk copies into per-warp
+# shared-memory rings (probe knob
 # FP8ATTN_STATS=bulk): the pre-pass byte tests with it, compute-sanitizer memcheck on the random
 # byte test with it, then tools/kernel_probe/time_prepass.py. GPU machine, carry [".carry"] after
 # NO_CAPTURES=1 scripts/stage_gpu.sh.

@@ -1,5 +1,6 @@
 """Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
-runs after warm-up, the calls and probe knobs of CONFIGS (at 83dca51: the rotated rows' sign
+runs after warm-up, the calls and probe knobs of CONFIGS (at fa41305: the statistics pass by
+bulk copies; at 83dca51: the rotated rows' sign
 masks; at b88eecb: the statistics pass's L2 prefetch; at cb2e8d6: Q's tiles inside the K/V launch;
 each knob removed after its probe).
 Each variant is timed twice, interleaved (drift check). Prints one line per timing and writes
@@ -23,10 +24,8 @@ import speed  # noqa: E402
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    bulk = {"FP8ATTN_STATS": "bulk"}
-    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("qkv_stats_bulk", bulk, qkv),
-            ("q_only", {}, q_only), ("kv_only", {}, kv_only),
-            ("kv_only_stats_bulk", bulk, kv_only))
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
+            ("q_only", {}, q_only), ("kv_only", {}, kv_only))
 
 
 def main() -> None:
