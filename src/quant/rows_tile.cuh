@@ -175,12 +175,24 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     }
   };
 
+  // The row's amax: 8 interleaved partial maxima, then a tree (the max is exact, so any order
+  // gives the same value): a chain of 32 dependent FMNMX per row was on the Q pass's critical
+  // path.
   auto row_amax = [&](bool valid, const float (&x)[kValues]) {
-    float m = 0.0f;
+    constexpr int kParts = 8;
+    float part[kParts];
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) part[i] = 0.0f;
     if (valid) {
 #pragma unroll
-      for (int v = 0; v < kValues; ++v) m = fmaxf(m, fabsf(x[v]));
+      for (int v = 0; v < kValues; ++v) part[v % kParts] = fmaxf(part[v % kParts], fabsf(x[v]));
     }
+#pragma unroll
+    for (int w = kParts / 2; w > 0; w /= 2) {
+#pragma unroll
+      for (int i = 0; i < w; ++i) part[i] = fmaxf(part[i], part[i + w]);
+    }
+    float m = part[0];
 #pragma unroll
     for (int off = 1; off < kL; off *= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
     return m;
