@@ -6,13 +6,8 @@
 cd "$(dirname "$0")/../.."
 source tools/kernel_probe/lib.sh
 probe_init
-[ -e /work/main/data ] || { mkdir -p /work/main && ln -sfn "$PWD/data" /work/main/data; }
 c=$(cat .carry/COMMIT)
-for t in test_quant test_quant_attention; do
-  log="${OUT:-.}/$t-$c.log"
-  timeout 120 .carry/tests/$t > "$log" 2>&1
-  echo "$t rc=$? $(grep -E "PASSED|FAILED" "$log" | tail -n 3 | tr '\n' ' ')"
-done
+probe_quant_tests default
 timeout 200 python3 tools/kernel_probe/time_prepass.py .carry/libfp8attn.so "${OUT:-.}/time-prepass-$c.json"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -lms 50 > "${OUT:-.}/smi-$c.csv" 2>&1 &
 smi=$!

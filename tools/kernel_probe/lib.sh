@@ -58,3 +58,16 @@ probe_prepass() {
   if [ -n "${OUT:-}" ]; then cp "$stem"-* "$OUT"/ 2>/dev/null; fi
   true
 }
+# probe_quant_tests TAG [VAR=value ...]: the pre-pass byte tests (test_quant, test_quant_attention)
+# under the given environment, logs to $OUT/<test>-TAG-<commit>.log, a line each.
+probe_quant_tests() {
+  local tag=$1 t log c
+  shift
+  [ -e /work/main/data ] || { mkdir -p /work/main && ln -sfn "$PWD/data" /work/main/data; }  # the tests' fixture path
+  c=$(cat .carry/COMMIT)
+  for t in test_quant test_quant_attention; do
+    log="${OUT:-.}/$t-$tag-$c.log"
+    env "$@" timeout 120 .carry/tests/$t > "$log" 2>&1
+    echo "[$*] $t rc=$? $(grep -E "PASSED|FAILED" "$log" | tail -n 3 | tr '\n' ' ')"
+  done
+}

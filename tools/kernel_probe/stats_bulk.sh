@@ -7,13 +7,8 @@
 cd "$(dirname "$0")/../.."
 source tools/kernel_probe/lib.sh
 probe_init
-[ -e /work/main/data ] || { mkdir -p /work/main && ln -sfn "$PWD/data" /work/main/data; }
 c=$(cat .carry/COMMIT)
-for t in test_quant test_quant_attention; do
-  log="${OUT:-.}/$t-stats_bulk-$c.log"
-  FP8ATTN_STATS=bulk timeout 120 .carry/tests/$t > "$log" 2>&1
-  echo "[FP8ATTN_STATS=bulk] $t rc=$? $(grep -E "PASSED|FAILED" "$log" | tail -n 3 | tr '\n' ' ')"
-done
+probe_quant_tests stats_bulk FP8ATTN_STATS=bulk
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 log="${OUT:-.}/memcheck-stats_bulk-$c.log"
 FP8ATTN_STATS=bulk timeout 200 "$SAN" --tool memcheck --error-exitcode 17 .carry/tests/test_quant \

@@ -5,20 +5,15 @@ masks; at b88eecb: the statistics pass's L2 prefetch; at cb2e8d6: Q's tiles insi
 each knob removed after its probe).
 Each variant is timed twice, interleaved (drift check). Prints one line per timing and writes
 JSON to argv[2]."""
-import ctypes
 import json
-import math
 import os
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import bench_prepass as bp  # noqa: E402
-import speed  # noqa: E402
+from prepass_setup import ROOT, SeedPrepass, bp  # puts bench/ on the path
+import speed  # noqa: E402  (bench/speed.py)
 
 
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
@@ -29,43 +24,23 @@ def CONFIGS(dst, src, qkv, split, q_only, kv_only):
 
 
 def main() -> None:
-    lib = bp._bind(sys.argv[1])
-    b, s, h, h_kv = 2, 8192, 32, 32
-    q, k, v = bp._inputs(torch, b, s, s, h, h_kv, 20261130)
-    stream = bp._vp(torch.cuda.current_stream().cuda_stream)
-    cache_buf = torch.empty(lib.fp8attn_kv_cache_bytes(b, s, h_kv, 128, 0), dtype=torch.uint8,
-                            device="cuda")
-    ws = torch.empty(lib.fp8attn_quantize_kv_workspace_bytes(b, s, h_kv), dtype=torch.uint8,
-                     device="cuda")
-    q_buf = torch.empty(lib.fp8attn_q_quant_bytes(b, s, h, 128), dtype=torch.uint8, device="cuda")
-    cache, qq = bp.KvCache(), bp.QQuant()
-    bp._check(lib, lib.fp8attn_kv_cache_init(ctypes.byref(cache), cache_buf.data_ptr(),
-                                             cache_buf.numel(), b, s, h_kv, 128, 0), "cache")
-    bp._check(lib, lib.fp8attn_q_quant_init(ctypes.byref(qq), q_buf.data_ptr(), q_buf.numel(), b,
-                                            s, h, 128), "q")
-    tq, tk, tv = bp._tensor(q, b, s, h), bp._tensor(k, b, s, h_kv), bp._tensor(v, b, s, h_kv)
-    scale = 1.0 / math.sqrt(128)
-    o = bp.QuantOptions()
-    lib.fp8attn_quant_options_init(ctypes.byref(o))
+    sp = SeedPrepass(sys.argv[1])
+    b, s, h, h_kv = sp.b, sp.s, sp.h, sp.h_kv
+    q, k, v = sp.q, sp.k, sp.v
+    o = sp.options()
     moved, _ = bp._prepass_bytes(b, s, s, h, h_kv, o)
 
     def qkv():
-        bp._check(lib, lib.fp8attn_quantize_qkv(
-            ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o), scale,
-            ctypes.byref(cache), ctypes.byref(qq), ws.data_ptr(), ws.numel(), stream), "qkv")
+        sp.qkv(o)
 
     def kv_only():
-        bp._check(lib, lib.fp8attn_quantize_kv(ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(o),
-                                               ctypes.byref(cache), ws.data_ptr(), ws.numel(),
-                                               stream), "kv")
+        sp.kv_only(o)
 
     def q_only():
-        bp._check(lib, lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache), o.q_scale,
-                                              scale, ctypes.byref(qq), stream), "q")
+        sp.q_only(o)
 
     def split():
-        kv_only()
-        q_only()
+        sp.split(o)
 
     src = torch.cat([q.reshape(-1), k.reshape(-1), v.reshape(-1)])
     dst = torch.empty_like(src)
