@@ -19,8 +19,10 @@ import speed  # noqa: E402  (bench/speed.py)
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
-            ("q_only", {}, q_only), ("kv_only", {}, kv_only))
+    q4, kv4 = {"FP8ATTN_Q_CTAS": "4"}, {"FP8ATTN_KV_CTAS": "4"}
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("q_only", {}, q_only),
+            ("q_only_4ctas", q4, q_only), ("kv_only", {}, kv_only), ("kv_only_4ctas", kv4, kv_only),
+            ("qkv_4ctas", {**q4, **kv4}, qkv))
 
 
 def main() -> None:
