@@ -3,9 +3,6 @@
 // transposed tiles (quant/vt_tile.cuh), so that every SM runs the rotation-heavy K beside the
 // light V.
 // Last to first when `reverse_order`: the channel reduction's last reads are then still in L2.
-#include <cstdlib>
-#include <cstring>
-
 #include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/pdl.h"
@@ -29,8 +26,9 @@ struct KvTile {
       kHeld ? rows::Constants::kHeldMean : rows::Constants::kReload;
 };
 
-template <bool kRotate, rows::Scale kScale, int kCtas>
-__global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads, kCtas)
+template <bool kRotate, rows::Scale kScale>
+__global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
+                                  KvTile<kRotate, kScale>::kCtasPerSm)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
                        uint32_t v_tiles) {
   ptx::let_next_grid_start();  // the Q pass, when it follows, takes the SMs this one leaves
@@ -60,18 +58,10 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   const int64_t nv = static_cast<int64_t>(v_tiles) * v.v.heads * v.v.batch;
   if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   // After the statistics' finalize step, which writes the means and scales read here.
-  auto go = [&](auto kernel) {
-    return launch_after(kernel, dim3(static_cast<unsigned>(nk + nv)),
-                        dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
-                        static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
-                        static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
-  };
-  // Probe knob FP8ATTN_KV_CTAS=4: the held (128-thread) tiles at 4 CTAs per SM (128 registers).
-  const char* knob = std::getenv("FP8ATTN_KV_CTAS");
-  if constexpr (KvTile<kRotate, kScale>::kHeld) {
-    if (knob != nullptr && std::strcmp(knob, "4") == 0) return go(quantize_kv_kernel<kRotate, kScale, 4>);
-  }
-  return go(quantize_kv_kernel<kRotate, kScale, KvTile<kRotate, kScale>::kCtasPerSm>);
+  return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
+                      dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
+                      static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
+                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
 }
 
 }  // namespace

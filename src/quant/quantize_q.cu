@@ -1,8 +1,5 @@
 // The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every tile of every (batch, head), head
 // fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
-#include <cstdlib>
-#include <cstring>
-
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/rows_tile.cuh"
@@ -24,8 +21,8 @@ struct QTile {
       kPerRow ? rows::Constants::kHeldKMean : rows::Constants::kReload;
 };
 
-template <bool kRotate, rows::Scale kScale, int kCtas>
-__global__ void __launch_bounds__(QTile<kScale>::kThreads, kCtas)
+template <bool kRotate, rows::Scale kScale>
+__global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
     quantize_q_kernel(RowQuantArgs a, int tiles) {
   using T = QTile<kScale>;
   rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants>(
@@ -39,17 +36,8 @@ cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
   const int64_t ctas = static_cast<int64_t>(tiles) * a.x.heads * a.x.batch;
   // Whatever ran before on the stream (the K/V pass, or the kernel writing Q): the tile waits
   // for it before its first load.
-  // Probe knob FP8ATTN_Q_CTAS=4: the row-scaled pass at 4 CTAs per SM (128 registers).
-  const char* knob = std::getenv("FP8ATTN_Q_CTAS");
-  if constexpr (kRotate && QTile<kScale>::kPerRow) {
-    if (knob != nullptr && std::strcmp(knob, "4") == 0) {
-      return launch_after(quantize_q_kernel<kRotate, kScale, 4>, dim3(static_cast<unsigned>(ctas)),
-                          dim3(QTile<kScale>::kThreads), stream, a, tiles);
-    }
-  }
-  return launch_after(quantize_q_kernel<kRotate, kScale, QTile<kScale>::kCtasPerSm>,
-                      dim3(static_cast<unsigned>(ctas)), dim3(QTile<kScale>::kThreads), stream, a,
-                      tiles);
+  return launch_after(quantize_q_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(ctas)),
+                      dim3(QTile<kScale>::kThreads), stream, a, tiles);
 }
 
 template <bool kRotate>

@@ -1,5 +1,6 @@
 """Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
-runs after warm-up, the calls and probe knobs of CONFIGS (at fa41305: the statistics pass by
+runs after warm-up, the calls and probe knobs of CONFIGS (at 6709c7a: 4 CTAs per SM; at fa41305:
+the statistics pass by
 bulk copies; at 83dca51: the rotated rows' sign
 masks; at b88eecb: the statistics pass's L2 prefetch; at cb2e8d6: Q's tiles inside the K/V launch;
 each knob removed after its probe).
@@ -9,6 +10,7 @@ import json
 import os
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 
@@ -19,10 +21,8 @@ import speed  # noqa: E402  (bench/speed.py)
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    q4, kv4 = {"FP8ATTN_Q_CTAS": "4"}, {"FP8ATTN_KV_CTAS": "4"}
-    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("q_only", {}, q_only),
-            ("q_only_4ctas", q4, q_only), ("kv_only", {}, kv_only), ("kv_only_4ctas", kv4, kv_only),
-            ("qkv_4ctas", {**q4, **kv4}, qkv))
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
+            ("q_only", {}, q_only), ("kv_only", {}, kv_only))
 
 
 def main() -> None:
