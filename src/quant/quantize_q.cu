@@ -1,5 +1,8 @@
 // The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every tile of every (batch, head), head
 // fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
+#include <cstdlib>
+#include <cstring>
+
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/rows_tile.cuh"
@@ -21,11 +24,11 @@ struct QTile {
       kPerRow ? rows::Constants::kHeldKMean : rows::Constants::kReload;
 };
 
-template <bool kRotate, rows::Scale kScale>
+template <bool kRotate, rows::Scale kScale, bool kPairRows>
 __global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
     quantize_q_kernel(RowQuantArgs a, int tiles) {
   using T = QTile<kScale>;
-  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants>(
+  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants, kPairRows>(
       a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
 }
 
@@ -36,7 +39,16 @@ cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
   const int64_t ctas = static_cast<int64_t>(tiles) * a.x.heads * a.x.batch;
   // Whatever ran before on the stream (the K/V pass, or the kernel writing Q): the tile waits
   // for it before its first load.
-  return launch_after(quantize_q_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(ctas)),
+  // Probe knob FP8ATTN_Q_PAIR=0: the per-token pass one row after the other (before the paired rows).
+  if constexpr (kScale == rows::Scale::kRow) {
+    const char* knob = std::getenv("FP8ATTN_Q_PAIR");
+    if (knob != nullptr && std::strcmp(knob, "0") == 0) {
+      return launch_after(quantize_q_kernel<kRotate, kScale, false>,
+                          dim3(static_cast<unsigned>(ctas)), dim3(QTile<kScale>::kThreads), stream,
+                          a, tiles);
+    }
+  }
+  return launch_after(quantize_q_kernel<kRotate, kScale, true>, dim3(static_cast<unsigned>(ctas)),
                       dim3(QTile<kScale>::kThreads), stream, a, tiles);
 }
 

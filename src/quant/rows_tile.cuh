@@ -59,7 +59,7 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
 // (quant/pdl.h), with .nc loads. Otherwise (Q: the previous kernel may be the one writing it)
 // it waits first and loads coherently.
 template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kThreads,
-          Constants kConstants = Constants::kReload>
+          Constants kConstants = Constants::kReload, bool kPairRows = true>
 __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
   constexpr int kRowsPerPass = kThreads / kL;
   constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
@@ -293,12 +293,42 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         }
         store(s, valid, out_ptr(s), x, g);
       };
+      // Both rows of an iteration side by side (the per-token Q pass): both converted and
+      // both refills issued first, then the two rows' transforms, scales and stores as two
+      // independent instruction streams that the compiler interleaves. The rotated Q pass waits
+      // on short dependency chains (Nsight Compute stall samples,
+      // results/ncu/2026-11-30-h200-080f9b2-qpass-source.csv): a second row in the same warp
+      // fills those waits. Same operations per row, same order within a row.
+      auto step_pair = [&](int s, bool more) {
+        const int s2 = s + kRowsPerPass;
+        const bool va = !kTail || s < S, vb = !kTail || s2 < S;
+        float xa[kValues], xb[kValues];
+        convert(ra, xa);
+        convert(rb, xb);
+        computed_here(xa);
+        computed_here(xb);
+        if (more) {
+          load.template operator()<kTail>(s + 2 * kRowsPerPass, row_ptr(s + 2 * kRowsPerPass), ra);
+          load.template operator()<kTail>(s2 + 2 * kRowsPerPass, row_ptr(s2 + 2 * kRowsPerPass), rb);
+        }
+        transform(s, va, xa);
+        transform(s2, vb, xb);
+        GroupScale ga = group_scale(row_amax(va, xa)), gb = group_scale(row_amax(vb, xb));
+        ga.descale = __fmul_rn(ga.descale, a.descale_factor);
+        gb.descale = __fmul_rn(gb.descale, a.descale_factor);
+        store(s, va, out_ptr(s), xa, ga);
+        store(s2, vb, out_ptr(s2), xb, gb);
+      };
 #pragma unroll 1
       for (int p = 0; p < kPasses; p += 2) {
         const int s = s_first + p * kRowsPerPass;
         const bool more = p + 2 < kPasses;
-        step(s, ra, more);
-        step(s + kRowsPerPass, rb, more);
+        if constexpr (kScale == Scale::kRow && kPairRows) {
+          step_pair(s, more);
+        } else {
+          step(s, ra, more);
+          step(s + kRowsPerPass, rb, more);
+        }
       }
     };
     if ((t.tile + 1) * kTileRows<kScale> <= S) {

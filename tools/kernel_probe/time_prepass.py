@@ -21,8 +21,9 @@ import speed  # noqa: E402  (bench/speed.py)
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
-            ("q_only", {}, q_only), ("kv_only", {}, kv_only))
+    rowwise = {"FP8ATTN_Q_PAIR": "0"}
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("qkv_q_rowwise", rowwise, qkv),
+            ("q_only", {}, q_only), ("q_only_rowwise", rowwise, q_only), ("kv_only", {}, kv_only))
 
 
 def main() -> None:
