@@ -1,8 +1,5 @@
 // The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every tile of every (batch, head), head
 // fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
-#include <cstdlib>
-#include <cstring>
-
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/rows_tile.cuh"
@@ -24,11 +21,13 @@ struct QTile {
       kPerRow ? rows::Constants::kHeldKMean : rows::Constants::kReload;
 };
 
-template <bool kRotate, rows::Scale kScale, bool kPairRows>
+// Rows two side by side where the scale is per token (rows_tile.cuh step_pair: -4% for the
+// rotated pass, results/probe/2026-11-30-h200-9fe9f8d-time-prepass.json).
+template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
     quantize_q_kernel(RowQuantArgs a, int tiles) {
   using T = QTile<kScale>;
-  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants, kPairRows>(
+  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants, true>(
       a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
 }
 
@@ -39,16 +38,7 @@ cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
   const int64_t ctas = static_cast<int64_t>(tiles) * a.x.heads * a.x.batch;
   // Whatever ran before on the stream (the K/V pass, or the kernel writing Q): the tile waits
   // for it before its first load.
-  // Probe knob FP8ATTN_Q_PAIR=0: the per-token pass one row after the other (before the paired rows).
-  if constexpr (kScale == rows::Scale::kRow) {
-    const char* knob = std::getenv("FP8ATTN_Q_PAIR");
-    if (knob != nullptr && std::strcmp(knob, "0") == 0) {
-      return launch_after(quantize_q_kernel<kRotate, kScale, false>,
-                          dim3(static_cast<unsigned>(ctas)), dim3(QTile<kScale>::kThreads), stream,
-                          a, tiles);
-    }
-  }
-  return launch_after(quantize_q_kernel<kRotate, kScale, true>, dim3(static_cast<unsigned>(ctas)),
+  return launch_after(quantize_q_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(ctas)),
                       dim3(QTile<kScale>::kThreads), stream, a, tiles);
 }
 

@@ -59,7 +59,7 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
 // (quant/pdl.h), with .nc loads. Otherwise (Q: the previous kernel may be the one writing it)
 // it waits first and loads coherently.
 template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kThreads,
-          Constants kConstants = Constants::kReload, bool kPairRows = true>
+          Constants kConstants = Constants::kReload, bool kPairRows = false>
 __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
   constexpr int kRowsPerPass = kThreads / kL;
   constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
@@ -293,7 +293,8 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         }
         store(s, valid, out_ptr(s), x, g);
       };
-      // Both rows of an iteration side by side (the per-token Q pass): both converted and
+      // Both rows of an iteration side by side (the per-token Q pass and K with a known scale,
+      // unless kPairRows is false): both converted and
       // both refills issued first, then the two rows' transforms, scales and stores as two
       // independent instruction streams that the compiler interleaves. The rotated Q pass waits
       // on short dependency chains (Nsight Compute stall samples,
@@ -313,9 +314,12 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         }
         transform(s, va, xa);
         transform(s2, vb, xb);
-        GroupScale ga = group_scale(row_amax(va, xa)), gb = group_scale(row_amax(vb, xb));
-        ga.descale = __fmul_rn(ga.descale, a.descale_factor);
-        gb.descale = __fmul_rn(gb.descale, a.descale_factor);
+        GroupScale ga = known, gb = known;
+        if constexpr (kScale == Scale::kRow) {
+          ga = group_scale(row_amax(va, xa)), gb = group_scale(row_amax(vb, xb));
+          ga.descale = __fmul_rn(ga.descale, a.descale_factor);
+          gb.descale = __fmul_rn(gb.descale, a.descale_factor);
+        }
         store(s, va, out_ptr(s), xa, ga);
         store(s2, vb, out_ptr(s2), xb, gb);
       };
@@ -323,7 +327,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       for (int p = 0; p < kPasses; p += 2) {
         const int s = s_first + p * kRowsPerPass;
         const bool more = p + 2 < kPasses;
-        if constexpr (kScale == Scale::kRow && kPairRows) {
+        if constexpr (kScale != Scale::kTile && kPairRows) {
           step_pair(s, more);
         } else {
           step(s, ra, more);

@@ -21,9 +21,9 @@ import speed  # noqa: E402  (bench/speed.py)
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    rowwise = {"FP8ATTN_Q_PAIR": "0"}
-    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("qkv_q_rowwise", rowwise, qkv),
-            ("q_only", {}, q_only), ("q_only_rowwise", rowwise, q_only), ("kv_only", {}, kv_only))
+    kpair = {"FP8ATTN_K_PAIR": "1"}
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("qkv_k_pair", kpair, qkv),
+            ("q_only", {}, q_only), ("kv_only", {}, kv_only), ("kv_only_k_pair", kpair, kv_only))
 
 
 def main() -> None:
