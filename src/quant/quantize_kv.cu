@@ -3,9 +3,6 @@
 // transposed tiles (quant/vt_tile.cuh), so that every SM runs the rotation-heavy K beside the
 // light V.
 // Last to first when `reverse_order`: the channel reduction's last reads are then still in L2.
-#include <cstdlib>
-#include <cstring>
-
 #include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/pdl.h"
@@ -29,7 +26,10 @@ struct KvTile {
       kHeld ? rows::Constants::kHeldMean : rows::Constants::kReload;
 };
 
-template <bool kRotate, rows::Scale kScale, bool kPairRows>
+// K's rows one after the other: two side by side (rows_tile.cuh step_pair) measured 0.5% slower
+// here (results/probe/2026-11-30-h200-3d2df5b-time-prepass.json), where V's tiles already fill
+// the waits.
+template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
                                   KvTile<kRotate, kScale>::kCtasPerSm)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   if (k_upto > k_before) {
     // K is complete: the statistics pass read it.
     using T = KvTile<kRotate, kScale>;
-    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, kPairRows>(
+    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false>(
         k, rows::tile_of(k_before, k.x.heads, k_tiles));
   } else {
     vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(
@@ -61,20 +61,10 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   const int64_t nv = static_cast<int64_t>(v_tiles) * v.v.heads * v.v.batch;
   if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   // After the statistics' finalize step, which writes the means and scales read here.
-  auto go = [&](auto kernel) {
-    return launch_after(kernel, dim3(static_cast<unsigned>(nk + nv)),
-                        dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
-                        static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
-                        static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
-  };
-  // Probe knob FP8ATTN_K_PAIR=1: the held K tiles' rows two side by side (rows_tile step_pair).
-  if constexpr (KvTile<kRotate, kScale>::kHeld) {
-    const char* knob = std::getenv("FP8ATTN_K_PAIR");
-    if (knob != nullptr && std::strcmp(knob, "1") == 0) {
-      return go(quantize_kv_kernel<kRotate, kScale, true>);
-    }
-  }
-  return go(quantize_kv_kernel<kRotate, kScale, false>);
+  return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
+                      dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
+                      static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
+                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The held K tiles' rows two side by side (probe knob FP8ATTN_K_PAIR=1, rows_tile.cuh step_pair)
+# (Its probe knob was removed after this probe.) The held K tiles' rows two side by side (probe knob FP8ATTN_K_PAIR=1, rows_tile.cuh step_pair)
 # against one after the other: byte tests under both, then tools/kernel_probe/time_prepass.py.
 # GPU machine, carry [".carry"] after NO_CAPTURES=1 scripts/stage_gpu.sh.
 cd "$(dirname "$0")/../.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The per-token Q pass with both rows of an iteration side by side (rows_tile.cuh step_pair) against
+# (Its probe knob was removed after this probe.) The per-token Q pass with both rows of an iteration side by side (rows_tile.cuh step_pair) against
 # one row after the other (probe knob FP8ATTN_Q_PAIR=0): byte tests under both, then
 # tools/kernel_probe/time_prepass.py. GPU machine, carry [".carry"] after NO_CAPTURES=1
 # scripts/stage_gpu.sh.

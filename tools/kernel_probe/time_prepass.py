@@ -1,5 +1,6 @@
 """Times, in one process at the seed shape (b=2, s=8192, h=32/32, default options), median of 100
-runs after warm-up, the calls and probe knobs of CONFIGS (at 6709c7a: 4 CTAs per SM; at fa41305:
+runs after warm-up, the calls and probe knobs of CONFIGS (at 3d2df5b: K's rows paired; at 9fe9f8d:
+Q's rows one after the other; at 6709c7a: 4 CTAs per SM; at fa41305:
 the statistics pass by
 bulk copies; at 83dca51: the rotated rows' sign
 masks; at b88eecb: the statistics pass's L2 prefetch; at cb2e8d6: Q's tiles inside the K/V launch;
@@ -21,9 +22,8 @@ import speed  # noqa: E402  (bench/speed.py)
 def CONFIGS(dst, src, qkv, split, q_only, kv_only):
     """(name, probe-knob environment, call) of each timing; names starting q_only / kv_only
     count only that pass's bytes."""
-    kpair = {"FP8ATTN_K_PAIR": "1"}
-    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("qkv_k_pair", kpair, qkv),
-            ("q_only", {}, q_only), ("kv_only", {}, kv_only), ("kv_only_k_pair", kpair, kv_only))
+    return (("copy", {}, lambda: dst.copy_(src)), ("qkv", {}, qkv), ("split", {}, split),
+            ("q_only", {}, q_only), ("kv_only", {}, kv_only))
 
 
 def main() -> None:
