@@ -84,13 +84,6 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
     __syncthreads();
   }
   float* const tr_buf = tr.v[threadIdx.x / 32][0][slot % (32 / kL)];
-  // This lane's sign masks (8 words), read once from the table (volatile loads: held in
-  // registers, not reloaded for every key).
-  uint32_t held_mask[kRotate ? kChunks : 1][4];
-  if constexpr (kRotate) {
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) sign_masks_here<kL>(signs, lane, hi, held_mask[hi]);
-  }
 
   float sum[kValues], mx[kValues], mn[kValues];
 #pragma unroll
@@ -121,7 +114,9 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 #pragma unroll
         for (int hi = 0; hi < kChunks; ++hi) {
           if constexpr (kRotate) {
-            bf16x8_to_float_signed(raw[u][hi], held_mask[hi], &v[8 * hi]);
+            uint32_t mask[4];
+            sign_masks_here<kL>(signs, lane, hi, mask);
+            bf16x8_to_float_signed(raw[u][hi], mask, &v[8 * hi]);
           } else {
             bf16x8_to_float(raw[u][hi], &v[8 * hi]);
           }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The statistics pass with each lane's sign masks held in registers (read once) instead of read
+# (Reverted after this probe: no gain.) The statistics pass with each lane's sign masks held in registers (read once) instead of read
 # from the table for every key: the byte tests, then tools/kernel_probe/time_prepass.py (compare
 # kv_only with the probes before it). GPU machine, carry [".carry"] after NO_CAPTURES=1
 # scripts/stage_gpu.sh.
