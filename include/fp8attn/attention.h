@@ -1,5 +1,5 @@
-// fp8attn end to end: attention on BF16 tensors = the quantization pre-pass (fp8attn/quant.h)
-// + the FP8 kernel (fp8attn/fp8attn.h), with a reusable device workspace.
+// fp8attn end to end: attention on BF16 tensors = the quantization pre-pass (fp8attn/quant.h,
+// fp8attn_quantize_qkv) + the FP8 kernel (fp8attn/fp8attn.h), with a reusable device workspace.
 //
 //   fp8attn::Workspace ws;                       // grows on first use, then reused
 //   fp8attn::attention(q, k, v, o, lse, {}, ws);  // BF16 in, BF16 O + FP32 LSE out
