@@ -507,15 +507,21 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
     release(&sm.v_empty[KV::stage_of(it_k - 1)]);
   };
 
+  // The QK^T of block n issued: its scale while it runs, then its wait, K's slot released, the
+  // softmax.
+  auto finish_qk_block = [&](int n) {
+    block_scale(n, scale);
+    ptx::wgmma_wait<0>();
+    fence_regs(s);
+    release(&sm.k_empty[KV::stage_of(it_k)]);
+    ++it_k;
+    softmax_block(n);
+  };
+
   // Prologue: S of the last block, its softmax.
   int n = kr.n_hi - 1;
   issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
-  block_scale(n, scale);
-  ptx::wgmma_wait<0>();
-  fence_regs(s);
-  release(&sm.k_empty[KV::stage_of(it_k)]);
-  ++it_k;
-  softmax_block(n);
+  finish_qk_block(n);
 
   // Steady state: PV of block n+1, then QK^T of block n, in one turn.
   for (--n; n >= kr.n_lo; --n) {
@@ -529,12 +535,7 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
     acc.after_wait(alpha);  // O = O * alpha_{n+1} + O_{n+1}, under the QK^T
-    block_scale(n, scale);
-    ptx::wgmma_wait<0>();
-    fence_regs(s);
-    release(&sm.k_empty[KV::stage_of(it_k)]);
-    ++it_k;
-    softmax_block(n);
+    finish_qk_block(n);
   }
   // Every QK^T of the tile has completed: its Q buffer may be refilled.
   release(&sm.q_empty[qs.stage]);
