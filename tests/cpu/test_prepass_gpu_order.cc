@@ -147,17 +147,22 @@ void replay_stats_rotation(const uint16_t* codes, uint64_t seed, float (&y)[8][1
   }
 }
 
+// A row of N(0, sigma^2) values rounded to BF16: its codes and their exact floats.
+void random_row(std::mt19937_64& rng, float sigma, uint16_t (&codes)[kD], float (&row)[kD]) {
+  std::normal_distribution<float> n01;
+  for (int c = 0; c < kD; ++c) {
+    codes[c] = float_to_bf16(n01(rng) * sigma);
+    row[c] = bf16_to_float(codes[c]);
+  }
+}
+
 TEST(PrepassGpuOrder, StatsRotationEqualsTheMirror) {
   const uint64_t seed = fresh_seed("stats rotation");
   std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n01;
   for (int trial = 0; trial < 64; ++trial) {
     uint16_t codes[kD];
     float row[kD];
-    for (int c = 0; c < kD; ++c) {
-      codes[c] = float_to_bf16(n01(rng) * (1 + trial));
-      row[c] = bf16_to_float(codes[c]);
-    }
+    random_row(rng, 1 + trial, codes, row);
     float y[8][16];
     replay_stats_rotation(codes, seed + trial, y);
     hadamard_rotate_128(row, seed + trial);
@@ -173,14 +178,10 @@ template <int L>
 void expect_lanes_equal_mirror(uint64_t seed) {
   using Lanes = q::RowLanes<L>;
   std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n01;
   for (int trial = 0; trial < 64; ++trial) {
     uint16_t codes[kD];
     float row[kD];
-    for (int c = 0; c < kD; ++c) {
-      codes[c] = float_to_bf16(n01(rng) * (1 + trial));
-      row[c] = bf16_to_float(codes[c]);
-    }
+    random_row(rng, 1 + trial, codes, row);
     float lanes[L][Lanes::kValues];
     replay_hadamard_lanes_v2<L>(codes, seed + trial, lanes);
     hadamard_rotate_128(row, seed + trial);
