@@ -18,7 +18,7 @@ run_prepass_bench(lib_path, torch) -> {"prepass": [...], "speed": [...], "accura
            (pre-pass included, through fp8attn_attention, with the library's default options) and,
            on the same data in the same run, "fp8attn_kernel_on_prepass_inputs" (the kernel alone
            on the pre-pass's outputs; with the default per-head K descale it runs 192-key blocks),
-           the two timed alternately (_time_interleaved_ms).
+           the two timed alternately (speed.time_ms_alternating).
   accuracy: end-to-end errors of three option sets (E2E_VARIANTS: the defaults, without the
            Hadamard rotation, without smoothing; each record carries its options) and of SDPA
            cuDNN BF16 vs exact FP64 attention, at b=1, s=4096, h=8/2 (see _accuracy_records).
@@ -140,27 +140,6 @@ def _tensor(t, b: int, s: int, h: int) -> Bf16Tensor:
 def _time_ms(torch, fn, warmup: int, runs: int) -> list[float]:
     import speed  # the harness's timing loop (CUDA events, warm-up), one for both benches
     return speed.time_ms(fn, warmup, runs)
-
-
-def _time_interleaved_ms(torch, fns, warmup: int, runs: int) -> list[list[float]]:
-    """Each of fns timed by CUDA events around each call, the calls alternating (f0, f1, f0, ...),
-    so that all see the same power and clock state: the H200 runs this kernel at its power cap,
-    and a block of back-to-back kernels times slower than the same kernel after a pre-pass
-    (results/probe/2026-11-30-h200-68db6c2-causal-context.json)."""
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    torch.cuda.synchronize()
-    events = [[] for _ in fns]
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            events[i].append((start, end))
-    torch.cuda.synchronize()
-    return [[s.elapsed_time(e) for s, e in ev] for ev in events]
 
 
 def _inputs(torch, b, sq, sk, h, h_kv, seed):
@@ -310,7 +289,11 @@ def _speed_records(torch, lib, shape, warmup, runs, seed) -> list[dict]:
             if lib.fp8attn_attention_fwd(params, stream) != 0:
                 raise RuntimeError(f"attention_fwd: {lib.fp8attn_last_error().decode()}")
 
-        e2e_ms, kernel_ms = _time_interleaved_ms(torch, (e2e, kernel), warmup, runs)
+        # Alternately, so that both see the same power state: the kernel runs at the H200's power
+        # cap, and a block of back-to-back kernels timed after the end-to-end block ran slow
+        # (results/probe/2026-11-30-h200-68db6c2-causal-context.json).
+        import speed
+        e2e_ms, kernel_ms = speed.time_ms_alternating((e2e, kernel), warmup, runs)
     finally:
         torch.cuda.synchronize()
         lib.fp8attn_workspace_destroy(ws)

@@ -50,17 +50,26 @@ def time_ms(fn, warmup: int, runs: int) -> list[float]:
             fn()
             out.append((time.perf_counter() - t) * 1e3)
         return out
+    return time_ms_alternating((fn,), warmup, runs)[0]
+
+
+def time_ms_alternating(fns, warmup: int, runs: int) -> list[list[float]]:
+    """Each of fns timed by its own pair of CUDA events around each call, the calls alternating
+    (f0, f1, f0, ...; one fn: back to back), after `warmup` rounds: alternated, all see the same
+    power and clock state (the H200 runs fp8attn at its power cap, docs/perf-log.md)."""
     for _ in range(warmup):
-        fn()
+        for fn in fns:
+            fn()
     torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in range(runs)] for _ in fns]  # made up front: none between launches
+    for r in range(runs):
+        for fn, ev in zip(fns, events):
+            ev[r][0].record()
+            fn()
+            ev[r][1].record()
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    return [[s.elapsed_time(e) for s, e in ev] for ev in events]
 
 
 def record(method: str, shape: Shape, times_ms: list[float]) -> dict:
