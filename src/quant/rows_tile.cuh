@@ -276,26 +276,31 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       }
       GroupScale known{1.0f, 1.0f};
       if constexpr (kScale == Scale::kKnown) known.inv = ld_f32_coherent(a.scale_inv + bh);
-      auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
-        const bool valid = !kTail || s < S;
-        float x[kValues];
-        convert(raw, x);
-        computed_here(x);  // raw's registers are free: refill them
-        if (more) {
-          const int s_next = s + 2 * kRowsPerPass;
-          load.template operator()<kTail>(s_next, row_ptr(s_next), raw);
-        }
-        transform(s, valid, x);
+      // Row s's registers are free once converted: load row s + 2 kRowsPerPass into them.
+      auto refill = [&](int s, uint4 (&raw)[kChunks]) {
+        const int s_next = s + 2 * kRowsPerPass;
+        load.template operator()<kTail>(s_next, row_ptr(s_next), raw);
+      };
+      // The row's scale: its own amax (per token) or the known one.
+      auto scale_of = [&](bool valid, const float (&x)[kValues]) {
         GroupScale g = known;
         if constexpr (kScale == Scale::kRow) {
           g = group_scale(row_amax(valid, x));
           g.descale = __fmul_rn(g.descale, a.descale_factor);
         }
-        store(s, valid, out_ptr(s), x, g);
+        return g;
       };
-      // Both rows of an iteration side by side (the per-token Q pass and K with a known scale,
-      // unless kPairRows is false): both converted and
-      // both refills issued first, then the two rows' transforms, scales and stores as two
+      auto step = [&](int s, uint4 (&raw)[kChunks], bool more) {
+        const bool valid = !kTail || s < S;
+        float x[kValues];
+        convert(raw, x);
+        computed_here(x);  // raw's registers are free: refill them
+        if (more) refill(s, raw);
+        transform(s, valid, x);
+        store(s, valid, out_ptr(s), x, scale_of(valid, x));
+      };
+      // Both rows of an iteration side by side (when kPairRows): both converted and both
+      // refills issued first, then the two rows' transforms, scales and stores as two
       // independent instruction streams that the compiler interleaves. The rotated Q pass waits
       // on short dependency chains (Nsight Compute stall samples,
       // results/ncu/2026-11-30-h200-080f9b2-qpass-source.csv): a second row in the same warp
@@ -308,18 +313,10 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         convert(rb, xb);
         computed_here(xa);
         computed_here(xb);
-        if (more) {
-          load.template operator()<kTail>(s + 2 * kRowsPerPass, row_ptr(s + 2 * kRowsPerPass), ra);
-          load.template operator()<kTail>(s2 + 2 * kRowsPerPass, row_ptr(s2 + 2 * kRowsPerPass), rb);
-        }
+        if (more) refill(s, ra), refill(s2, rb);
         transform(s, va, xa);
         transform(s2, vb, xb);
-        GroupScale ga = known, gb = known;
-        if constexpr (kScale == Scale::kRow) {
-          ga = group_scale(row_amax(va, xa)), gb = group_scale(row_amax(vb, xb));
-          ga.descale = __fmul_rn(ga.descale, a.descale_factor);
-          gb.descale = __fmul_rn(gb.descale, a.descale_factor);
-        }
+        const GroupScale ga = scale_of(va, xa), gb = scale_of(vb, xb);
         store(s, va, out_ptr(s), xa, ga);
         store(s2, vb, out_ptr(s2), xb, gb);
       };
