@@ -7,11 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 REV=${1:-}
 source tools/sass/prepass_lib.sh
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-prepass_tree "$REV" "$tmp" include src tools
-echo "# pre-pass SASS, sm_90a, $(nvcc --version | tail -1)"
-echo "# source: ${REV:-working tree at $(git rev-parse --short=12 HEAD)}"
+prepass_stage "$REV" "pre-pass SASS" include src tools
 # Lanes per row of the Q/K row pass and of the statistics pass (tools/sass/prepass_bw_predict.py).
 lanes() { sed -n "s/^inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$tmp/src/quant/lanes.h"; }
 echo "# lanes: rows $(lanes kRowLanes), stats $(lanes kStatsLanes)"

@@ -23,3 +23,15 @@ prepass_sass() {
     2> "$dir/$f.ptxas"
   "$CUOBJDUMP" -sass "$dir/$f.cubin" > "$dir/$f.sass" 2>/dev/null
 }
+
+# prepass_stage REV TITLE PATH...: PATHs of REV (or the working tree) into a temporary $tmp,
+# removed at exit, and the report's two header lines.
+prepass_stage() {
+  local rev=$1 title=$2
+  shift 2
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  prepass_tree "$rev" "$tmp" "$@"
+  echo "# $title, sm_90a, $(nvcc --version | tail -1)"
+  echo "# source: ${rev:-working tree at $(git rev-parse --short=12 HEAD)}"
+}

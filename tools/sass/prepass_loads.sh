@@ -6,11 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 REV=${1:-}
 source tools/sass/prepass_lib.sh
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-prepass_tree "$REV" "$tmp" include src
-echo "# load placement, sm_90a, $(nvcc --version | tail -1)"
-echo "# source: ${REV:-working tree at $(git rev-parse --short=12 HEAD)}"
+prepass_stage "$REV" "load placement" include src
 for f in quantize_q quantize_kv; do
   prepass_sass "$tmp" "$f"
   # Rotated kernels with a scale per row (Q, the default) or known per head (K, the default).
