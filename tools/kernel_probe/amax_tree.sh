@@ -9,8 +9,4 @@ probe_init
 c=$(cat .carry/COMMIT)
 probe_quant_tests default
 timeout 200 python3 tools/kernel_probe/time_prepass.py .carry/libfp8attn.so "${OUT:-.}/time-prepass-$c.json"
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -lms 50 > "${OUT:-.}/smi-$c.csv" 2>&1 &
-smi=$!
-timeout 200 python3 tools/kernel_probe/causal_context.py .carry/libfp8attn.so "${OUT:-.}/causal-context-$c.json"
-kill $smi 2>/dev/null
-echo "smi samples: $(wc -l < "${OUT:-.}/smi-$c.csv")"
+probe_causal_context

@@ -10,63 +10,40 @@ of the SM clock and power (tools/kernel_probe/amax_tree.sh samples one).
 Usage: python3 causal_context.py LIB OUT.json"""
 import ctypes
 import json
-import math
 import statistics
 import sys
-import time
 from pathlib import Path
+import time
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import bench_prepass as bp  # noqa: E402
+from prepass_setup import ROOT, SeedPrepass, bp  # puts bench/ on the path
+import speed  # noqa: E402  (bench/speed.py)
 
 
-def timed(fn, runs=100, warmup=10, before=None):
-    for _ in range(warmup):
-        if before:
-            before()
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(runs):
-        if before:
-            before()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        out.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in out)
+def timed(fn, before=None):
+    """Median of 100 runs of fn after 10 warm-up ones; `before` (not counted) runs before each."""
+    if before is None:
+        return statistics.median(speed.time_ms(fn, 10, 100))
+    return statistics.median(speed.time_ms_alternating((before, fn), 10, 100)[1])
 
 
 def main():
-    lib = bp._bind(sys.argv[1])
-    b, s, h, d = 2, 8192, 32, 128
-    q, k, v = bp._inputs(torch, b, s, s, h, h, 20261130)
+    sp = SeedPrepass(sys.argv[1])
+    lib, stream, cache, qq = sp.lib, sp.stream, sp.cache, sp.qq
+    b, s, h, d = sp.b, sp.s, sp.h, 128
     o = torch.empty((b, s, h, d), dtype=torch.bfloat16, device="cuda")
     lse = torch.empty((b, h, s), dtype=torch.float32, device="cuda")
-    stream = bp._vp(torch.cuda.current_stream().cuda_stream)
     ws = bp._vp(lib.fp8attn_workspace_create())
     bp._check(lib, lib.fp8attn_workspace_reserve(ws, lib.fp8attn_attention_workspace_bytes(b, s, s, h, h, d)), "reserve")
     args = bp.AttentionArgs()
     lib.fp8attn_attention_args_init(ctypes.byref(args))
-    args.q, args.k, args.v = bp._tensor(q, b, s, h), bp._tensor(k, b, s, h), bp._tensor(v, b, s, h)
+    args.q, args.k, args.v = sp.tq, sp.tk, sp.tv
     args.o, args.lse, args.causal = o.data_ptr(), lse.data_ptr(), 1
-    cache_buf = torch.empty(lib.fp8attn_kv_cache_bytes(b, s, h, d, 0), dtype=torch.uint8, device="cuda")
-    kv_ws = torch.empty(lib.fp8attn_quantize_kv_workspace_bytes(b, s, h), dtype=torch.uint8, device="cuda")
-    q_buf = torch.empty(lib.fp8attn_q_quant_bytes(b, s, h, d), dtype=torch.uint8, device="cuda")
-    cache, qq = bp.KvCache(), bp.QQuant()
-    bp._check(lib, lib.fp8attn_kv_cache_init(ctypes.byref(cache), cache_buf.data_ptr(), cache_buf.numel(), b, s, h, d, 0), "cache")
-    bp._check(lib, lib.fp8attn_q_quant_init(ctypes.byref(qq), q_buf.data_ptr(), q_buf.numel(), b, s, h, d), "q")
+    defaults = sp.options()
 
     def prepass():
-        bp._check(lib, lib.fp8attn_quantize_qkv(
-            ctypes.byref(args.q), ctypes.byref(args.k), ctypes.byref(args.v), ctypes.byref(args.quant),
-            1.0 / math.sqrt(d), ctypes.byref(cache), ctypes.byref(qq), kv_ws.data_ptr(), kv_ws.numel(),
-            stream), "qkv")
+        sp.qkv(defaults)
 
     prepass()
     params = ctypes.create_string_buffer(1024)

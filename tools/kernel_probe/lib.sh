@@ -71,3 +71,15 @@ probe_quant_tests() {
     echo "[$*] $t rc=$? $(grep -E "PASSED|FAILED" "$log" | tail -n 3 | tr '\n' ' ')"
   done
 }
+# probe_causal_context: tools/kernel_probe/causal_context.py with nvidia-smi sampling the SM clock
+# and power beside it ($OUT/causal-context-<commit>.json, $OUT/smi-<commit>.csv).
+probe_causal_context() {
+  local c smi
+  c=$(cat .carry/COMMIT)
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv -lms 50 > "${OUT:-.}/smi-$c.csv" 2>&1 &
+  smi=$!
+  timeout 200 python3 tools/kernel_probe/causal_context.py .carry/libfp8attn.so "${OUT:-.}/causal-context-$c.json"
+  kill $smi 2>/dev/null
+  echo "smi samples: $(wc -l < "${OUT:-.}/smi-$c.csv")"
+}
