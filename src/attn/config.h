@@ -12,13 +12,13 @@ namespace fp8attn::attn {
 enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1, kFP16 = 2 };
 
 // Softmax variants (kVariant). The kAblate* variants compute WRONG results on purpose: timing
-// probes that remove one stage (tools/kernel_probe).
+// probes that remove one stage (lab/probes).
 enum Variant : int {
   kVariantDefault = 0,
   // l from the tensor core (the library's E4M3-P one-level kernel): each P V k-step also issues
   // m64n8k32 of P against a block of E4M3 ones into a fresh per-block accumulator (the sum of the
   // rounded P that weighted V), added to the FP32 l once per block: 96 FADD per thread per block
-  // leave the softmax (docs/perf-log.md, v8). kVariantDefault keeps the FP32 sum of unrounded p.
+  // leave the softmax (lab/perf-log.md, v8). kVariantDefault keeps the FP32 sum of unrounded p.
   kVariantTcRowSum = 2,
   kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
   kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)

@@ -471,7 +471,7 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
   const auto st = static_cast<cudaStream_t>(stream);
   if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
   // The K/V launch, then Q's (Q's tiles inside the K/V launch measured slower: see
-  // docs/perf-log.md, pre-pass qkv).
+  // lab/perf-log.md, pre-pass qkv).
   if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
   return launch_fused_q(qrows, st);
 }

@@ -27,7 +27,7 @@ struct KvTile {
 };
 
 // K's rows one after the other: two side by side (rows_tile.cuh step_pair) measured 0.5% slower
-// here (results/probe/2026-11-30-h200-3d2df5b-time-prepass.json), where V's tiles already fill
+// here (lab/results/probe/2026-11-30-h200-3d2df5b-time-prepass.json), where V's tiles already fill
 // the waits.
 template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,

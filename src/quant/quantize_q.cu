@@ -22,7 +22,7 @@ struct QTile {
 };
 
 // Rows two side by side where the scale is per token (rows_tile.cuh step_pair: -4% for the
-// rotated pass, results/probe/2026-11-30-h200-9fe9f8d-time-prepass.json).
+// rotated pass, lab/results/probe/2026-11-30-h200-9fe9f8d-time-prepass.json).
 template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
     quantize_q_kernel(RowQuantArgs a, int tiles) {

@@ -303,7 +303,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       // refills issued first, then the two rows' transforms, scales and stores as two
       // independent instruction streams that the compiler interleaves. The rotated Q pass waits
       // on short dependency chains (Nsight Compute stall samples,
-      // results/ncu/2026-11-30-h200-080f9b2-qpass-source.csv): a second row in the same warp
+      // lab/results/ncu/2026-11-30-h200-080f9b2-qpass-source.csv): a second row in the same warp
       // fills those waits. Same operations per row, same order within a row.
       auto step_pair = [&](int s, bool more) {
         const int s2 = s + kRowsPerPass;
