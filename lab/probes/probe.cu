@@ -15,6 +15,7 @@
 
 #include "fp8attn/fp8attn.h"
 #include "model/codecs.h"
+#include "study_kernels.h"
 
 #define CHECK_CUDA(x)                                                              \
   do {                                                                             \
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
   p.k_descale = dscale + 1;
   p.v_descale = dscale + 2;
 
-  if (fp8attn_attention_fwd(&p, nullptr) != FP8ATTN_SUCCESS) {
+  if (fp8attn_probe_attention_fwd(&p, nullptr) != FP8ATTN_SUCCESS) {
     std::fprintf(stderr, "fp8attn: %s\n", fp8attn_last_error());
     return 1;
   }
@@ -152,11 +153,11 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
-  for (int i = 0; i < 5; ++i) fp8attn_attention_fwd(&p, nullptr);
+  for (int i = 0; i < 5; ++i) fp8attn_probe_attention_fwd(&p, nullptr);
   std::vector<float> ms(iters);
   for (int i = 0; i < iters; ++i) {
     CHECK_CUDA(cudaEventRecord(e0));
-    fp8attn_attention_fwd(&p, nullptr);
+    fp8attn_probe_attention_fwd(&p, nullptr);
     CHECK_CUDA(cudaEventRecord(e1));
     CHECK_CUDA(cudaEventSynchronize(e1));
     CHECK_CUDA(cudaEventElapsedTime(&ms[i], e0, e1));
