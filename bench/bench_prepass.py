@@ -291,7 +291,7 @@ def _speed_records(torch, lib, shape, warmup, runs, seed) -> list[dict]:
 
         # Alternately, so that both see the same power state: the kernel runs at the H200's power
         # cap, and a block of back-to-back kernels timed after the end-to-end block ran slow
-        # (results/probe/2026-11-30-h200-68db6c2-causal-context.json).
+        # (lab/results/probe/2026-11-30-h200-68db6c2-causal-context.json).
         import speed
         e2e_ms, kernel_ms = speed.time_ms_alternating((e2e, kernel), warmup, runs)
     finally:
@@ -481,7 +481,7 @@ def run_prepass_bench(lib_path: str, torch, warmup: int = 10, runs: int = 100,
         accuracy_recs.extend(_accuracy_records(torch, lib, seed, log, notes))
 
     # Every mode spells its options out (none relies on the defaults): the first three kept
-    # their meaning from before the defaults changed (K per 128 keys), for tools/study/costs.py.
+    # their meaning from before the defaults changed (K per 128 keys), for lab/study/costs.py.
     block = {"k_scale": K_SCALE_BLOCK128}
     configs = [("smooth_kv_hadamard_khead", {"smooth_k": 1, "smooth_v": 1, "hadamard_qk": 1,
                                              "k_scale": K_SCALE_HEAD}),

@@ -56,7 +56,7 @@ def time_ms(fn, warmup: int, runs: int) -> list[float]:
 def time_ms_alternating(fns, warmup: int, runs: int) -> list[list[float]]:
     """Each of fns timed by its own pair of CUDA events around each call, the calls alternating
     (f0, f1, f0, ...; one fn: back to back), after `warmup` rounds: alternated, all see the same
-    power and clock state (the H200 runs fp8attn at its power cap, docs/perf-log.md)."""
+    power and clock state (the H200 runs fp8attn at its power cap, lab/perf-log.md)."""
     for _ in range(warmup):
         for fn in fns:
             fn()

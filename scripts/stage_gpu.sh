@@ -28,7 +28,7 @@ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DBLA_STATIC=OFF \
 nice -n 10 cmake --build "$BUILD_DIR" -j 2 --target fp8attn "${gpu_tests[@]}" -- -k 2>&1 |
   grep -E "error|warning: Registers are spilled|Error|Built target" || true
 
-# Only our own paths: .carry/ may also hold other staged tools (tools/kernel_probe/stage.sh).
+# Only our own paths: .carry/ may also hold other staged tools (lab/probes/stage.sh).
 rm -rf "$CARRY/tests" "$CARRY/captures" "$CARRY/fallback" "$CARRY/libfp8attn.so" \
   "$CARRY/COMMIT" "$CARRY/BUILD_INFO"
 mkdir -p "$CARRY/tests" "$CARRY/fallback/openblas" "$CARRY/fallback/gomp"

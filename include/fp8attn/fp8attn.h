@@ -26,11 +26,14 @@ typedef enum fp8attn_status {
 
 // Precision of the softmax probabilities P fed to the P @ V product.
 typedef enum fp8attn_p_precision {
-  FP8ATTN_P_E4M3 = 0,       // P * 2^8 rounded to E4M3 (row-max offset 8), one FP8 PV wgmma
-  FP8ATTN_P_E4M3_HILO = 1,  // P = hi + lo, two E4M3 terms, two FP8 PV wgmmas
-  FP8ATTN_P_FP16 = 2,       // P in FP16 (11 significant bits), V up-converted to FP16 in shared
-                            // memory, one FP16 PV wgmma (FP32 accumulation); 128-key blocks.
-                            // Not yet run on a GPU (branch wip/fp16-p).
+  // P * 2^FP8ATTN_P_OFFSET_LOG2 (relative to the running max) rounded to E4M3, one FP8 PV
+  // wgmma; one-level accumulation, 192-key blocks (128 with a per-block K descale).
+  FP8ATTN_P_E4M3 = 0,
+  // P = hi + lo, two E4M3 terms, two FP8 PV wgmmas; two-level accumulation, 128-key blocks.
+  FP8ATTN_P_E4M3_HILO = 1,
+  // P in FP16 (11 significant bits), V up-converted to FP16 in shared memory, one FP16 PV wgmma
+  // (FP32 accumulation); 128-key blocks.
+  FP8ATTN_P_FP16 = 2,
 } fp8attn_p_precision;
 
 // Keys inside every group of 32 are stored permuted in V^T (see fp8attn_vt_key_at).

@@ -160,9 +160,8 @@ fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* params, const f
 // Reason for the last non-success status of a pre-pass call on this thread ("" if none).
 const char* fp8attn_quant_last_error(void);
 
-// The fused-pass kernels the next call will run: "v2" (default), or "v1" (the first kernels,
-// kept so that one GPU session can time both) when the environment has FP8ATTN_QUANT_VARIANT=v1.
-// Read at every call; both write the same bytes.
+// The fused-pass kernels the library runs: "v2" (the only ones since the first kernels, "v1",
+// were removed; kept so that a results file can record it).
 const char* fp8attn_quant_variant(void);
 
 #ifdef __cplusplus

@@ -1,8 +1,7 @@
-// Tile sizes, roles, shared-memory plan and named barriers of the attention kernel.
+// The compile-time configuration of the attention kernel: P precision, accumulation, tile sizes,
+// roles and their register budgets. The shared-memory plan and barriers are in pipeline.cuh.
 #pragma once
 #include <cstdint>
-
-#include "attn/scheduler.cuh"
 
 namespace fp8attn::attn {
 
@@ -11,31 +10,14 @@ namespace fp8attn::attn {
 // idle warps (see SharedStorage::v16 and v_converter in kernel.cuh).
 enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1, kFP16 = 2 };
 
-// Softmax variants (kVariant). The kAblate* variants compute WRONG results on purpose: timing
-// probes that remove one stage (tools/kernel_probe).
-enum Variant : int {
-  kVariantDefault = 0,
-  // l from the tensor core (the library's E4M3-P one-level kernel): each P V k-step also issues
-  // m64n8k32 of P against a block of E4M3 ones into a fresh per-block accumulator (the sum of the
-  // rounded P that weighted V), added to the FP32 l once per block: 96 FADD per thread per block
-  // leave the softmax (docs/perf-log.md, v8). kVariantDefault keeps the FP32 sum of unrounded p.
-  kVariantTcRowSum = 2,
-  kAblateNoSoftmax = 11,  // P = e4m3(raw S): no max, exp or sum
-  kAblateNoExp = 12,      // max and sum kept, exp2 replaced by a copy (no MUFU)
-  kAblateNoPV = 13,       // the P V wgmma is not issued
-  // On top of kVariantTcRowSum (perf-log v12: what a tile's fixed costs are):
-  kAblateNoMask = 14,      // causal diagonal blocks take the unmasked path
-  kAblateNoEpilogue = 15,  // O is not stored (LSE still is)
-};
-// l from the tensor core in these variants.
-constexpr bool tc_rowsum(int variant) {
-  return variant == kVariantTcRowSum || variant == kAblateNoMask || variant == kAblateNoEpilogue;
-}
-
-template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, int kPolyExpEvery_ = 0,
-          int kVariant_ = kVariantDefault>
+template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
+          int kPolyExpEvery_ = 0>
 struct Config {
-  static constexpr int kVariant = kVariant_;
+  // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
+  // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
+  // the FP32 l once per block, so 96 FADD per thread per block leave the softmax. Otherwise l is
+  // the FP32 sum of the unrounded p. Summed in the overlapped order only (one-level kernels).
+  static constexpr bool kTcRowSum = kTcRowSum_;
   // Every kPolyExpEvery-th group of 8 keys takes its exponentials from a polynomial on the FMA
   // pipe instead of MUFU (0 = none): MUFU's 16 results/clk/SM equal the FP8 tensor rate at
   // d = 128, so moving a share off it leaves slack for the overlap.
@@ -77,8 +59,6 @@ struct Config {
   static constexpr int kTileBytesQ = kBlockM * kHeadDim;  // E4M3: one byte per element
   static constexpr int kTileBytesK = kBlockN * kHeadDim;
   // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
-  // must not exceed its swizzle span), each atom [128 channels][64 keys].
-  // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
   // must not exceed its swizzle span), each atom [128 channels][64 keys]. A 224-key block takes 4
   // atoms, the last half of which belongs to the next block (loaded twice, never read here).
   static constexpr int kVAtomKeys = 64;
@@ -95,33 +75,9 @@ struct Config {
                 "FP16 P: one-level accumulation, 128-key blocks (S 64 + O 64 + P 32 registers)");
   static_assert(kHeadDim == 128, "one 128-byte swizzle atom per row: d = 128 E4M3 values");
   static_assert(kBlockN % 32 == 0, "PV consumes keys 32 at a time");
+  static_assert(!kTcRowSum || !kTwoLevel, "l from the tensor core needs the overlapped (one-level) loop");
   static_assert(kBlockN == 128 || ((kBlockN == 192 || kBlockN == 224) && !kTwoLevel),
                 "192/224-key blocks fit in registers only with one-level accumulation");
 };
-
-// Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.
-template <class Cfg>
-struct alignas(1024) SharedStorage {
-  alignas(1024) uint8_t q[2][Cfg::kTileBytesQ];  // double buffer: the next tile's Q loads early
-  alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
-  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
-  // FP16 P: V converted to FP16 (Config::kV16*), a ring in step with v (16 bytes otherwise).
-  alignas(1024) uint8_t v16[Cfg::kFP16P ? Cfg::kStages : 1][Cfg::kV16TileBytes];
-  // E4M3 ones (0x38): the B operand of the row-sum wgmma (kVariantTcRowSum). Any layout reads 1.
-  alignas(1024) uint8_t ones[tc_rowsum(Cfg::kVariant) ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
-  uint64_t q_full[2], q_empty[2];
-  uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
-  uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
-  // FP16 P: v16[s] written by the converter warps (full: 3 arrives) / read by the PV (empty: 8).
-  uint64_t v16_full[Cfg::kStages], v16_empty[Cfg::kStages];
-  // The producer tells the consumers which tile comes next (a ring of two slots).
-  Tile tile[2];  // m_block = -1: no more tiles
-  uint64_t tile_full[2], tile_empty[2];
-};
-
-// Named barrier ids (0 is __syncthreads). kWarpSchedulerWG0 + i lets consumer warpgroup i issue
-// its GEMMs: the two warpgroups alternate (ping-pong), so one's softmax runs under the other's
-// tensor-core work.
-enum class NamedBarrier : int { kWarpSchedulerWG0 = 1, kWarpSchedulerWG1 = 2 };
 
 }  // namespace fp8attn::attn

@@ -8,6 +8,9 @@
 //               scheduler ends with little imbalance. Head-major with longest first inside a head
 //               (section_heads = 0) ends with the last head's long tiles running beside idle SMs.
 #pragma once
+#include <algorithm>
+#include <cstdint>
+
 #include "attn/params.h"
 
 namespace fp8attn::attn {
@@ -42,6 +45,23 @@ struct TileScheduler {
   __device__ static int first() { return blockIdx.x; }
   __device__ static int next(const KernelParams& p) {
     return p.tile_counter ? atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x) : p.num_tiles;
+  }
+
+  // Host side. Causal tile order: sections of (batch, head) pairs whose K and V (E4M3, shared by
+  // q_per_kv query heads) take about half of L2. 0 (head-major) when not causal or not asked for.
+  static int section_heads(int batch, int heads, int heads_kv, int seqlen_k, bool causal,
+                           bool causal_sections, int l2_bytes) {
+    if (!causal || !causal_sections) return 0;
+    const int64_t kv_bytes_per_pair =
+        std::max<int64_t>(1, int64_t{seqlen_k} * 128 * 2 / (heads / heads_kv));
+    return static_cast<int>(std::clamp<int64_t>(int64_t{l2_bytes} / 2 / kv_bytes_per_pair, 1,
+                                                 int64_t{batch} * heads));
+  }
+  // Host side. One CTA per tile (the hardware block scheduler hands tiles out in order, heavy
+  // first for causal), or, persistent, one CTA per SM claiming tiles from a counter; only when
+  // there are more tiles than SMs.
+  static bool persistent_grid(int num_tiles, int num_sms, bool persistent) {
+    return persistent && num_tiles > num_sms;
   }
 };
 

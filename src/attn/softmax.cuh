@@ -32,7 +32,10 @@ constexpr float kPOffsetLog2 = FP8ATTN_P_OFFSET_LOG2;
 constexpr float kRescaleSlackLog2 = FP8ATTN_RESCALE_SLACK_LOG2;
 static_assert(kPOffsetLog2 + kRescaleSlackLog2 <= 8.8f, "P must stay <= 448 (E4M3's max)");
 
-template <int kBlockN, int kPolyExpEvery, int kVariant = kVariantDefault>
+// kTcRowSum: l is the sum of the rounded P, from the tensor core (add_block_sum), not the FP32 sum
+// of p. kPolyExpEvery > 0: every kPolyExpEvery-th group of 8 keys takes exp2 from a polynomial on
+// the FMA pipe (ptx::exp2_poly); no shipped configuration uses it (0: MUFU only).
+template <int kBlockN, int kPolyExpEvery, bool kTcRowSum_>
 struct OnlineSoftmax {
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   float row_max[2];  // m, log2 units; -inf until a visible key is seen
@@ -56,7 +59,7 @@ struct OnlineSoftmax {
     }
   }
 
-  static constexpr bool kTcRowSum = tc_rowsum(kVariant);
+  static constexpr bool kTcRowSum = kTcRowSum_;
   float neg_bias_[2];  // between step_max and step_exp: 8 - m (m = 0 while a row has seen no key)
 
   // One key block: updates m and l, turns S into p = exp2(S * scale - (m - offset)) in place (FP32),
@@ -74,10 +77,6 @@ struct OnlineSoftmax {
   template <bool kMask>
   __device__ __forceinline__ void step_max(float (&s)[kRegs], int key0, const int (&limit)[2],
                                            const float (&scale)[2], float (&o_rescale)[2]) {
-    if constexpr (kVariant == kAblateNoSoftmax) {
-      o_rescale[0] = o_rescale[1] = 1.f;
-      return;
-    }
     // Four independent partial maxima (and sums, in step_exp) per row: one running value per row
     // would be a chain of kRegs/2 dependent instructions, and ncu shows the consumers latency bound.
     float mx4[2][4];
@@ -118,7 +117,6 @@ struct OnlineSoftmax {
   // Second half of step: S -> p = exp2(S * scale - (m - offset)) in place (FP32) and, unless the tensor core
   // sums P (kTcRowSum: add_block_sum), l += rowsum(p) in four interleaved partial sums.
   __device__ __forceinline__ void step_exp(float (&s)[kRegs], const float (&scale)[2]) {
-    if constexpr (kVariant == kAblateNoSoftmax) return;
     float sum4[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
     for (int i = 0; i < kRegs; ++i) {
@@ -126,8 +124,7 @@ struct OnlineSoftmax {
       const float x = fmaf(s[i], scale[r], neg_bias_[r]);
       constexpr int kEvery = kPolyExpEvery > 0 ? kPolyExpEvery : 1;  // no % 0 when off
       const bool poly = kPolyExpEvery > 0 && (i / 4) % kEvery == kEvery - 1;
-      if constexpr (kVariant == kAblateNoExp) s[i] = x;
-      else s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
+      s[i] = poly ? ptx::exp2_poly(x) : ptx::exp2_approx(x);
       if constexpr (!kTcRowSum) sum4[r][(i >> 2) & 3] += s[i];
     }
     if constexpr (!kTcRowSum) {
@@ -136,7 +133,7 @@ struct OnlineSoftmax {
     }
   }
 
-  // kVariantTcRowSum: a block's sum of rounded P from the m64n8 accumulator (all 8 columns hold
+  // kTcRowSum: a block's sum of rounded P from the m64n8 accumulator (all 8 columns hold
   // the row sum; d[0] is row r0, d[2] row r0 + 8), in the units of the max it was made with;
   // `rescale` carries it to the current max. Every thread of the quad holds the whole row sum,
   // so finalize's quad reduction must not add it up four times: it is added to lane q4 == 0 only.

@@ -74,15 +74,10 @@ struct VtQuantArgs {
   bool reverse_order;           // as RowQuantArgs: when V is read right after the reduction
 };
 
-// quantize_q.cu / quantize_kv.cu (FP8ATTN_QUANT_VARIANT=v2, the default): Q alone; K and V in
+// quantize_q.cu / quantize_kv.cu: Q alone; K and V in
 // one launch, their tiles interleaved (the rotation-heavy K beside the light V on every SM),
 // last to first when `reverse_order` (k.reverse_order).
 cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream);
 cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream);
-
-// quantize_rows_v1.cu / quantize_vt_v1.cu (FP8ATTN_QUANT_VARIANT=v1): the first kernels, one
-// tensor per launch, kept so that one GPU session can time both; same bytes.
-cudaError_t launch_quantize_rows_v1(const RowQuantArgs& args, cudaStream_t stream);
-cudaError_t launch_quantize_vt_v1(const VtQuantArgs& args, cudaStream_t stream);
 
 }  // namespace fp8attn::quant

@@ -108,14 +108,6 @@ void hadamard_bits(uint64_t seed, uint32_t (&bits)[4]) {
   }
 }
 
-// Which fused-pass kernels run (fp8attn_quant_variant): read at every call, so that a benchmark
-// can time both in one process.
-enum class Variant { kV1, kV2 };
-Variant variant() {
-  const char* e = std::getenv("FP8ATTN_QUANT_VARIANT");
-  return e != nullptr && std::strcmp(e, "v1") == 0 ? Variant::kV1 : Variant::kV2;
-}
-
 constexpr int kStatsGroupKeys = FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_GROUP;
 
 struct KvWorkspace {
@@ -299,27 +291,15 @@ fp8attn_status launch_stats(const KvPlan& plan, cudaStream_t st) {
 }
 
 fp8attn_status launch_fused_kv(KvPlan plan, cudaStream_t st) {
-  if (variant() == Variant::kV2) {
-    plan.rows.reverse_order = true;  // the reduction always reads V (and K): start where it ended
-    if (cudaError_t e = launch_quantize_kv(plan.rows, plan.vt, st); e != cudaSuccess) {
-      return cuda_fail(e, "quantize k, v");
-    }
-    return FP8ATTN_SUCCESS;
-  }
-  // v1: one launch per tensor, the one the reduction read last first and from its end.
-  plan.vt.reverse_order = !plan.rows.reverse_order;
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool k_pass = (pass == 0) == plan.rows.reverse_order;
-    const cudaError_t e = k_pass ? launch_quantize_rows_v1(plan.rows, st)
-                                 : launch_quantize_vt_v1(plan.vt, st);
-    if (e != cudaSuccess) return cuda_fail(e, k_pass ? "quantize k" : "quantize v");
+  plan.rows.reverse_order = true;  // the reduction always reads V (and K): start where it ended
+  if (cudaError_t e = launch_quantize_kv(plan.rows, plan.vt, st); e != cudaSuccess) {
+    return cuda_fail(e, "quantize k, v");
   }
   return FP8ATTN_SUCCESS;
 }
 
 fp8attn_status launch_fused_q(const RowQuantArgs& rows, cudaStream_t st) {
-  const cudaError_t e = variant() == Variant::kV2 ? launch_quantize_q(rows, st)
-                                                  : launch_quantize_rows_v1(rows, st);
+  const cudaError_t e = launch_quantize_q(rows, st);
   if (e != cudaSuccess) return cuda_fail(e, "quantize q");
   return FP8ATTN_SUCCESS;
 }
@@ -333,7 +313,7 @@ extern "C" {
 
 const char* fp8attn_quant_last_error(void) { return g_last_error.c_str(); }
 
-const char* fp8attn_quant_variant(void) { return variant() == Variant::kV1 ? "v1" : "v2"; }
+const char* fp8attn_quant_variant(void) { return "v2"; }
 
 void fp8attn_quant_options_init(fp8attn_quant_options* o) {
   *o = fp8attn_quant_options{};
@@ -470,8 +450,7 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
   q_out->softmax_scale = softmax_scale;
   const auto st = static_cast<cudaStream_t>(stream);
   if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
-  // The K/V launch, then Q's (Q's tiles inside the K/V launch measured slower: see
-  // docs/perf-log.md, pre-pass qkv).
+  // The K/V launch, then Q's: Q's tiles inside the K/V launch measured slower on the H200.
   if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
   return launch_fused_q(qrows, st);
 }

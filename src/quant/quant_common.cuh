@@ -259,42 +259,4 @@ __device__ __forceinline__ void hadamard_lanes(float (&x)[RowLanes<L>::kValues],
   }
 }
 
-// --- The first kernels (FP8ATTN_QUANT_VARIANT=v1): 8 lanes, lane l holds channels 16 l .. +15 --
-
-// The random-sign Walsh-Hadamard transform of one 128-value row held by 8 consecutive lanes
-// (lane l holds channels 16 l .. 16 l + 15). Butterflies with strides 1..8 are inside a thread,
-// 16, 32, 64 across lanes (xor 1, 2, 4). At every butterfly (a, b) -> (a + b, a - b), a the lower
-// channel: the same additions as model/prepass.cc's hadamard_rotate_128.
-__device__ __forceinline__ void hadamard_row(float (&x)[16], int lane8, const uint32_t (&neg)[4]) {
-  // This lane's 16 sign bits, picked with selects (a dynamic index would go to local memory).
-  uint32_t word = neg[0];
-  word = lane8 >= 2 ? neg[1] : word;
-  word = lane8 >= 4 ? neg[2] : word;
-  word = lane8 >= 6 ? neg[3] : word;
-  const uint32_t bits = (lane8 & 1) ? word >> 16 : word & 0xFFFFu;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    if ((bits >> i) & 1u) x[i] = -x[i];
-  }
-#pragma unroll
-  for (int h = 1; h < 16; h *= 2) {
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      if (i & h) continue;
-      const float a = x[i], b = x[i + h];
-      x[i] = __fadd_rn(a, b);
-      x[i + h] = __fsub_rn(a, b);
-    }
-  }
-#pragma unroll
-  for (int lane_bit = 1; lane_bit < 8; lane_bit *= 2) {
-    const bool upper = (lane8 & lane_bit) != 0;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const float other = __shfl_xor_sync(0xFFFFFFFFu, x[i], lane_bit);
-      x[i] = upper ? __fsub_rn(other, x[i]) : __fadd_rn(x[i], other);
-    }
-  }
-}
-
 }  // namespace fp8attn::quant

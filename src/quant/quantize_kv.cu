@@ -1,4 +1,4 @@
-// The fused pass for K and V (FP8ATTN_QUANT_VARIANT=v2), one launch: K's row tiles
+// The fused pass for K and V, one launch: K's row tiles
 // (quant/rows_tile.cuh: rotate, smooth, scale per head or per 128 keys) spread evenly among V's
 // transposed tiles (quant/vt_tile.cuh), so that every SM runs the rotation-heavy K beside the
 // light V.
@@ -27,8 +27,7 @@ struct KvTile {
 };
 
 // K's rows one after the other: two side by side (rows_tile.cuh step_pair) measured 0.5% slower
-// here (results/probe/2026-11-30-h200-3d2df5b-time-prepass.json), where V's tiles already fill
-// the waits.
+// here, where V's tiles already fill the waits.
 template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
                                   KvTile<kRotate, kScale>::kCtasPerSm)

@@ -1,4 +1,4 @@
-// The fused pass for Q (FP8ATTN_QUANT_VARIANT=v2): every tile of every (batch, head), head
+// The fused pass for Q: every tile of every (batch, head), head
 // fastest (quant/rows_tile.cuh). Scale per row (token) or per tile (128 tokens).
 #include "quant/launch.h"
 #include "quant/pdl.h"
@@ -21,8 +21,8 @@ struct QTile {
       kPerRow ? rows::Constants::kHeldKMean : rows::Constants::kReload;
 };
 
-// Rows two side by side where the scale is per token (rows_tile.cuh step_pair: -4% for the
-// rotated pass, results/probe/2026-11-30-h200-9fe9f8d-time-prepass.json).
+// Rows two side by side where the scale is per token (rows_tile.cuh step_pair: -4% time
+// for the rotated pass on the H200).
 template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
     quantize_q_kernel(RowQuantArgs a, int tiles) {

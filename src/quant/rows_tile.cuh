@@ -1,4 +1,4 @@
-// One tile of the fused pass for Q and K rows (FP8ATTN_QUANT_VARIANT=v2): 128 or 256 rows of one
+// One tile of the fused pass for Q and K rows: 128 or 256 rows of one
 // (batch, head), 256 threads (Q scaled per row, rotated K scaled per head: 128), 4 lanes per row
 // (quant/lanes.h). Each row is read once (16-byte loads, every warp instruction whole 32-byte
 // sectors), rotated (signs folded into the BF16 conversion, two butterfly stages across lanes),
@@ -302,8 +302,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       // Both rows of an iteration side by side (when kPairRows): both converted and both
       // refills issued first, then the two rows' transforms, scales and stores as two
       // independent instruction streams that the compiler interleaves. The rotated Q pass waits
-      // on short dependency chains (Nsight Compute stall samples,
-      // results/ncu/2026-11-30-h200-080f9b2-qpass-source.csv): a second row in the same warp
+      // on short dependency chains (Nsight Compute's stall samples): a second row in the same warp
       // fills those waits. Same operations per row, same order within a row.
       auto step_pair = [&](int s, bool more) {
         const int s2 = s + kRowsPerPass;

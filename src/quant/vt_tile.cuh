@@ -1,4 +1,4 @@
-// One tile of the fused pass for V (FP8ATTN_QUANT_VARIANT=v2): 128 keys x 128 channels of one
+// One tile of the fused pass for V: 128 keys x 128 channels of one
 // (batch, kv head) -> V^T (b, h, 128, vt_pad) E4M3, keys permuted in each group of 32
 // (fp8attn_vt_key_at), zeros from seqlen on. No shared memory: each lane pair loads the 4 keys
 // that one 32-bit word of V^T holds (quant/lanes.h VtSlot), so two conversions of key pairs and

@@ -151,7 +151,7 @@ TEST(Schemes, NamesAndVariants) {
   EXPECT_EQ(fa3.numerics.p_offset_log2, 8.0f);
   EXPECT_EQ(fa3.numerics.rescale_slack_log2, 0.0f);  // FA3: the exact running max
   EXPECT_EQ(fa3.numerics.acc_pv, fm::Accumulator::kFP32);
-  // The kernel's softmax spelled out (tools/study/schemes.py's KERNEL_SPELLED) is the kernel's.
+  // The kernel's softmax spelled out (lab/study/schemes.py's KERNEL_SPELLED) is the kernel's.
   const fm::Scheme ks = fm::scheme_by_name("fa3-fp8:p_offset=5:slack=3");
   EXPECT_EQ(ks.numerics.p_offset_log2, fm::kernel_numerics().p_offset_log2);
   EXPECT_EQ(ks.numerics.rescale_slack_log2, fm::kernel_numerics().rescale_slack_log2);

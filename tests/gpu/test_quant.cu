@@ -221,7 +221,7 @@ void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_
 
 
 // The fused-pass kernels of fp8attn_quant_variant(): both must write the mirror's bytes.
-const char* const kVariants[] = {"v2", "v1"};
+const char* const kVariants[] = {"v2"};  // the v1 kernels were removed
 
 struct VariantScope {  // FP8ATTN_QUANT_VARIANT for the calls in this scope (read at every call)
   explicit VariantScope(const char* v) { setenv("FP8ATTN_QUANT_VARIANT", v, 1); }

@@ -1,0 +1,175 @@
+// The consumers' two tensor-core products: S = Q K^T (issue_qk) and P V (issue_pv), P's register
+// fragments, and the accumulation of O across key blocks (PVAccumulator: one- or two-level, l
+// from the tensor core).
+#pragma once
+#include <cstdint>
+
+#include "attn/config.h"
+#include "attn/pipeline.cuh"
+#include "attn/softmax.cuh"
+#include "ptx/warpgroup.cuh"
+#include "ptx/wgmma_f16.cuh"
+#include "ptx/wgmma_fp8.cuh"
+
+namespace fp8attn::attn {
+
+template <class Cfg>
+using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery, Cfg::kTcRowSum>;
+
+// P as A-fragments of the PV wgmma: E4M3 (4 keys a register), plus the lo term for hi+lo; or
+// FP16 (2 keys a register).
+template <class Cfg>
+struct PFragments {
+  static constexpr bool kHiLo = Cfg::kP == PPrecision::kE4M3HiLo;
+  uint32_t hi[Cfg::kFP16P ? Cfg::kBlockN / 4 : Cfg::kBlockN / 8];
+  uint32_t lo[kHiLo ? Cfg::kBlockN / 8 : 1];
+};
+
+// p (FP32, in S's registers) -> P's fragments.
+template <class Cfg>
+__device__ __forceinline__ void make_p_fragments(const float (&s)[Softmax<Cfg>::kRegs], PFragments<Cfg>& pf) {
+  if constexpr (Cfg::kFP16P) Softmax<Cfg>::to_f16_fragments(s, pf.hi);
+  else Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
+}
+
+// The V operand of the P V product and its barriers: the TMA's E4M3 V^T ring, or with FP16 P the
+// converters' FP16 ring (whose E4M3 slots the converters release themselves).
+template <class Cfg>
+struct PVOperand {
+  __device__ __forceinline__ static uint64_t* full(SharedStorage<Cfg>& sm, int s) {
+    if constexpr (Cfg::kFP16P) return &sm.v16_full[s];
+    else return &sm.v_full[s];
+  }
+  __device__ __forceinline__ static uint64_t* empty(SharedStorage<Cfg>& sm, int s) {
+    if constexpr (Cfg::kFP16P) return &sm.v16_empty[s];
+    else return &sm.v_empty[s];
+  }
+  __device__ __forceinline__ static uint32_t addr(SharedStorage<Cfg>& sm, int s) {
+    if constexpr (Cfg::kFP16P) return ptx::smem_addr(sm.v16[s]);
+    else return ptx::smem_addr(sm.v[s]);
+  }
+};
+
+// S = Q_wg K^T: 4 k-steps of 32 along d (both tiles: 128-byte rows, 128-byte swizzle).
+template <int kRegs>
+__device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uint32_t k_addr) {
+  using D = ptx::DescKMajor<128>;
+  const uint32_t dq = D::lo(q_addr), dk = D::lo(k_addr);
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) ptx::wgmma_ss(s, D::make(dq + 2 * kk), D::make(dk + 2 * kk), kk > 0);
+}
+
+// acc (+)= P V_n: kBlockN/32 k-steps of 32 keys, two per 64-key V^T atom. kAccumulate = false
+// starts a fresh accumulator (two-level accumulation).
+// With P hi+lo, each k-step issues the lo term too, into the same accumulator.
+// FP16 P: kBlockN/16 k-steps of 16 keys, four per 64-key FP16 half (32 bytes each inside the
+// 128-byte swizzle row, as the QK^T's k-steps).
+template <class Cfg, bool kAccumulate>
+__device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
+  if constexpr (Cfg::kFP16P) {
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk) {
+      const uint64_t dv = ptx::make_desc_kmajor<128>(v_addr + (kk / 4) * Cfg::kV16HalfBytes + (kk % 4) * 32);
+      const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
+      ptx::wgmma_rs_f16(acc, a, dv, kAccumulate || kk > 0);
+    }
+  } else {
+    using D = ptx::DescKMajor<64>;
+    const uint32_t dv0 = D::lo(v_addr);
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
+      const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32) / 16);
+      const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
+      ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
+      if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {
+        const uint32_t b[4] = {pf.lo[4 * kk], pf.lo[4 * kk + 1], pf.lo[4 * kk + 2], pf.lo[4 * kk + 3]};
+        ptx::wgmma_rs(acc, b, dv, 1);
+      }
+    }
+  }
+}
+
+// The P V product of one block and its merge into the running O, in the two ways Config allows:
+//   two-level: O_n into fresh registers, then O = O * alpha + O_n in FP32: the wgmma's
+//              reduced-precision accumulation never spans more than one block;
+//   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
+//              fewer live registers, so 192/224-key blocks fit; the tensor core's truncating
+//              accumulation spans all keys.
+// l: with kTcRowSum (the E4M3 one-level default) each k-step also issues P against a block of
+// E4M3 ones into l_blk, a fresh accumulator per block that the softmax adds to its FP32 l (one
+// accumulator across all blocks would sum in the tensor core's truncating accumulation and is
+// biased). Otherwise the softmax sums the FP32 p itself.
+template <class Cfg>
+struct PVAccumulator {
+  static constexpr bool kTwoLevel = Cfg::kTwoLevel;
+  static constexpr int kRegs = 64;
+  static constexpr bool kTcRowSum = Softmax<Cfg>::kTcRowSum;
+  float o[kRegs];
+  float o_blk[kTwoLevel ? kRegs : 1];
+  float l_blk[4];  // kTcRowSum: this block's row sums of P (fresh each block)
+  uint32_t ones_addr = 0;
+
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) o[i] = 0.f;
+  }
+  // Before the wgmma fence (O is not an operand of the QK^T in flight). One-level rescales O here,
+  // skipped when no row of the warp raised its max (alpha == 1): after the first blocks the max
+  // rarely moves, since blocks are visited last to first and the sink block comes last.
+  __device__ __forceinline__ void before_issue(const float (&alpha)[2]) {
+    if constexpr (!kTwoLevel) {
+      if (__any_sync(0xffffffff, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
+      }
+    }
+  }
+  __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr) {
+    if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
+    else issue_pv<Cfg, true>(o, pf, v_addr);
+    if constexpr (kTcRowSum) {
+      const uint64_t d1 = ptx::make_desc_kmajor<64>(ones_addr);  // ones_addr: warp-uniform
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
+        const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
+        ptx::wgmma_rs(l_blk, a, d1, kk > 0);
+      }
+    }
+  }
+  // After the PV wgmma has completed.
+  __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
+    if constexpr (kTwoLevel) {
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i) {
+        ptx::fence_operand(o_blk[i]);
+        o[i] = fmaf(o[i], alpha[(i >> 1) & 1], o_blk[i]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i) ptx::fence_operand(o[i]);
+    }
+    if constexpr (kTcRowSum) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ptx::fence_operand(l_blk[i]);
+    }
+  }
+};
+
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
+}
+// P's fragments (and the lo term's, with hi+lo): pinned around the P V wgmma that reads them.
+template <class Cfg>
+__device__ __forceinline__ void fence_regs(PFragments<Cfg>& pf) {
+  fence_regs(pf.hi);
+  if constexpr (PFragments<Cfg>::kHiLo) fence_regs(pf.lo);
+}
+
+}  // namespace fp8attn::attn

@@ -1,0 +1,40 @@
+// The launch of one kernel configuration (launch.cuh), and the configurations the library ships.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "attn/config.h"
+#include "attn/device.h"
+#include "fp8attn/fp8attn.h"
+
+namespace fp8attn::attn {
+
+// How the tiles are handed out. The library's choice is the default; the lab's probe build
+// varies it.
+struct LaunchOptions {
+  bool persistent = true;       // one CTA per SM claiming tiles from a counter (> SM tiles)
+  bool causal_sections = true;  // causal: longest first across L2-sized sections of heads
+};
+
+// Launches Config Cfg on validated parameters (validate()) on the current device (dev_info).
+template <class Cfg>
+fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
+                      const LaunchOptions& opts, cudaStream_t stream);
+
+// The shipped configurations (select.h's KernelId), one instantiation file each.
+using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /*kStages=*/2,
+                                  /*kTcRowSum=*/true>;
+using KernelE4M3Block128 = Config<PPrecision::kE4M3, false, 128, 3, true>;
+using KernelE4M3HiLoTwoLevel = Config<PPrecision::kE4M3HiLo, true, 128, 2, false>;
+using KernelFP16Block128 = Config<PPrecision::kFP16, false, 128, 2, false>;
+
+extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_params&, const DeviceInfo&,
+                                                          const LaunchOptions&, cudaStream_t);
+extern template fp8attn_status launch<KernelE4M3Block128>(const fp8attn_fwd_params&, const DeviceInfo&,
+                                                          const LaunchOptions&, cudaStream_t);
+extern template fp8attn_status launch<KernelE4M3HiLoTwoLevel>(const fp8attn_fwd_params&,
+                                                              const DeviceInfo&, const LaunchOptions&,
+                                                              cudaStream_t);
+extern template fp8attn_status launch<KernelFP16Block128>(const fp8attn_fwd_params&, const DeviceInfo&,
+                                                          const LaunchOptions&, cudaStream_t);
+
+}  // namespace fp8attn::attn

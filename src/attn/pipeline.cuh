@@ -1,0 +1,63 @@
+// The pipeline plan of the attention kernel: what lives in shared memory (SharedStorage), the
+// mbarrier rings that hand Q, K, V (and FP16 V) from producer to consumers, their ring counters,
+// and the named barriers of the consumers' ping-pong.
+#pragma once
+#include <cstdint>
+
+#include "attn/config.h"
+#include "attn/scheduler.cuh"
+#include "ptx/mbarrier.cuh"
+
+namespace fp8attn::attn {
+
+// Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.
+template <class Cfg>
+struct alignas(1024) SharedStorage {
+  alignas(1024) uint8_t q[2][Cfg::kTileBytesQ];  // double buffer: the next tile's Q loads early
+  alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
+  alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
+  // FP16 P: V converted to FP16 (Config::kV16*), a ring in step with v (16 bytes otherwise).
+  alignas(1024) uint8_t v16[Cfg::kFP16P ? Cfg::kStages : 1][Cfg::kV16TileBytes];
+  // E4M3 ones (0x38): the B operand of the row-sum wgmma (kTcRowSum). Any layout reads 1.
+  alignas(1024) uint8_t ones[Cfg::kTcRowSum ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
+  uint64_t q_full[2], q_empty[2];
+  uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
+  uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
+  // FP16 P: v16[s] written by the converter warps (full: 3 arrives) / read by the PV (empty: 8).
+  uint64_t v16_full[Cfg::kStages], v16_empty[Cfg::kStages];
+  // The producer tells the consumers which tile comes next (a ring of two slots).
+  Tile tile[2];  // m_block = -1: no more tiles
+  uint64_t tile_full[2], tile_empty[2];
+};
+
+// Named barrier ids (0 is __syncthreads). kWarpSchedulerWG0 + i lets consumer warpgroup i issue
+// its GEMMs: the two warpgroups alternate (ping-pong), so one's softmax runs under the other's
+// tensor-core work.
+enum class NamedBarrier : int { kWarpSchedulerWG0 = 1, kWarpSchedulerWG1 = 2 };
+
+// Ring position of the it-th block through a kStages-deep ring, and the parity of its phase.
+template <int kStages>
+struct KVCounter {
+  __device__ __forceinline__ static int stage_of(uint32_t it) { return it % kStages; }
+  __device__ __forceinline__ static uint32_t phase_of(uint32_t it) { return (it / kStages) & 1; }
+};
+
+template <int kStages>
+struct PipelineState {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+
+// One arrive per warp on an "empty" barrier (its count is the number of consumer warps).
+__device__ __forceinline__ void release(uint64_t* bar) {
+  if (threadIdx.x % 32 == 0) ptx::mbar_arrive(bar);
+}
+
+}  // namespace fp8attn::attn

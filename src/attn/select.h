@@ -1,0 +1,49 @@
+// Which attention kernel a call runs: a pure function of the call's arguments (P precision and
+// K-scale granularity), over the configurations instantiated in attn/instantiations/.
+#pragma once
+#include "fp8attn/fp8attn.h"
+
+namespace fp8attn::attn {
+
+enum class KernelId : int {
+  // E4M3 P, one-level accumulation, 192-key blocks, l from the tensor core: one K descale per
+  // head (or none); per-block costs spread over 1.5x the keys of a 128-key block.
+  kE4M3Block192,
+  // E4M3 P with a per-block K descale: a block must be one FP8ATTN_K_SCALE_BLOCK (128 keys) so
+  // that its descale is one scalar per block; 3 stages fill the shared memory 192 would use.
+  kE4M3Block128,
+  // P hi+lo: two-level accumulation (its precision would otherwise be lost to the wgmma's
+  // accumulation across all keys), which fits in registers with 128-key blocks only.
+  kE4M3HiLoTwoLevel,
+  // FP16 P: one-level (the FP16 wgmma accumulates in FP32), 128-key blocks (S 64 + O 64 + P 32).
+  kFP16Block128,
+  kInvalid,
+};
+
+// A per-block K descale: k_descale given with a nonzero stride along key blocks.
+constexpr bool k_scale_per_block(const fp8attn_fwd_params& p) {
+  return p.k_descale != nullptr && p.kd_stride_blk != 0;
+}
+
+// kInvalid only for an unknown p_precision (validate() rejects it first).
+constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
+  switch (p.p_precision) {
+    case FP8ATTN_P_E4M3:
+      return k_scale_per_block(p) ? KernelId::kE4M3Block128 : KernelId::kE4M3Block192;
+    case FP8ATTN_P_E4M3_HILO: return KernelId::kE4M3HiLoTwoLevel;
+    case FP8ATTN_P_FP16: return KernelId::kFP16Block128;
+    default: return KernelId::kInvalid;
+  }
+}
+
+constexpr const char* kernel_name(KernelId id) {
+  switch (id) {
+    case KernelId::kE4M3Block192: return "e4m3_block192";
+    case KernelId::kE4M3Block128: return "e4m3_block128";
+    case KernelId::kE4M3HiLoTwoLevel: return "e4m3_hilo_two_level";
+    case KernelId::kFP16Block128: return "fp16_block128";
+    default: return "invalid";
+  }
+}
+
+}  // namespace fp8attn::attn

@@ -1,0 +1,110 @@
+// The attention API's argument checks and kernel selection, on the CPU: validate() makes no CUDA
+// call, so every rejection is tested here without a GPU (tests/CMakeLists.txt compiles
+// src/attn/validate.cc and status.cc into this test).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "attn/select.h"
+#include "attn/validate.h"
+#include "fp8attn/fp8attn.h"
+
+namespace {
+using fp8attn::attn::KernelId;
+using fp8attn::attn::select_kernel;
+using fp8attn::attn::validate;
+
+// A valid call's parameters with fake (aligned, never dereferenced) device pointers.
+fp8attn_fwd_params valid_params(std::mt19937& rng) {
+  std::uniform_int_distribution<int> len(1, 5000), hkv(1, 8), group(1, 4);
+  const int heads_kv = hkv(rng);
+  fp8attn_fwd_params p;
+  fp8attn_fwd_params_init(&p, 1 + len(rng) % 4, len(rng), len(rng), heads_kv * group(rng), heads_kv, 128);
+  p.q = reinterpret_cast<void*>(uintptr_t{0x10000});
+  p.k = reinterpret_cast<void*>(uintptr_t{0x20000});
+  p.vt = reinterpret_cast<void*>(uintptr_t{0x30000});
+  p.o = reinterpret_cast<void*>(uintptr_t{0x40000});
+  return p;
+}
+
+void expect_rejected(const fp8attn_fwd_params& p, const std::string& names) {
+  EXPECT_EQ(validate(&p), FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_last_error()).find(names), std::string::npos)
+      << "message: " << fp8attn_last_error();
+  EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(AttentionValidate, AcceptsValidParams) {
+  std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 20; ++i) {
+    fp8attn_fwd_params p = valid_params(rng);
+    p.causal = static_cast<int32_t>(rng() % 2);
+    p.p_precision = static_cast<int32_t>(rng() % 3);
+    EXPECT_EQ(validate(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
+  }
+}
+
+TEST(AttentionValidate, UnknownPPrecisionNamesIt) {
+  std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 20; ++i) {
+    fp8attn_fwd_params p = valid_params(rng);
+    do p.p_precision = static_cast<int32_t>(rng()); while (p.p_precision >= 0 && p.p_precision <= 2);
+    expect_rejected(p, "p_precision");
+    EXPECT_EQ(select_kernel(p), KernelId::kInvalid);
+  }
+}
+
+TEST(AttentionValidate, UnknownCausalNamesIt) {
+  std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 20; ++i) {
+    fp8attn_fwd_params p = valid_params(rng);
+    do p.causal = static_cast<int32_t>(rng()); while (p.causal == 0 || p.causal == 1);
+    expect_rejected(p, "causal");
+  }
+}
+
+TEST(AttentionValidate, OtherArgumentsNamed) {
+  std::mt19937 rng(std::random_device{}());
+  fp8attn_fwd_params p = valid_params(rng);
+  p.head_dim = 64;
+  expect_rejected(p, "head_dim");
+  p = valid_params(rng);
+  p.kd_stride_blk = -1 - static_cast<int64_t>(rng() % 100);
+  expect_rejected(p, "kd_stride_blk");
+  p = valid_params(rng);
+  p.softmax_scale = -1.f;
+  expect_rejected(p, "softmax_scale");
+  p = valid_params(rng);
+  p.heads = p.heads_kv * 2 + 1;
+  if (p.heads % p.heads_kv == 0) p.heads_kv = 2, p.heads = 3;
+  expect_rejected(p, "heads");
+  EXPECT_EQ(validate(nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
+}
+
+// The selection is what the library shipped before it became a function: E4M3 P one-level with
+// 192-key blocks, 128 with a per-block K descale; hi+lo two-level; FP16 one configuration.
+TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
+  std::mt19937 rng(std::random_device{}());
+  static float kd[4];
+  for (int i = 0; i < 20; ++i) {
+    fp8attn_fwd_params p = valid_params(rng);
+    p.p_precision = FP8ATTN_P_E4M3;
+    EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block192);
+    p.k_descale = kd;  // one per head: stride 0 along blocks
+    EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block192);
+    p.kd_stride_blk = 1 + rng() % 7;
+    EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block128);
+    p.p_precision = FP8ATTN_P_E4M3_HILO;
+    EXPECT_EQ(select_kernel(p), KernelId::kE4M3HiLoTwoLevel);
+    p.kd_stride_blk = 0;
+    EXPECT_EQ(select_kernel(p), KernelId::kE4M3HiLoTwoLevel);
+    p.p_precision = FP8ATTN_P_FP16;
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16Block128);
+    p.kd_stride_blk = 1 + rng() % 7;
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16Block128);
+  }
+}
+
+}  // namespace
