@@ -65,10 +65,10 @@ def kernel_runner(lib: Lib, qz, causal: bool, mode: str):
     params, keep = ops._make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale, qz.k_descale,
                                     qz.v_descale, None, None, None, causal, MODES[mode], None)
     _launch(lib, params)  # raises with the library's message if refused
-    fwd, ref, stream = lib.kernel.fp8attn_attention_fwd, ctypes.byref(params), _stream()
+    fwd, ref, stream = lib.kernel.fp8attn_attention_fwd, ctypes.byref(params), ctypes.c_void_p(_stream())
 
     def run():
-        if fwd(ref, ctypes.c_void_p(stream)) != _abi.SUCCESS:
+        if fwd(ref, stream) != _abi.SUCCESS:
             raise _abi.Fp8AttnError(_abi.ERROR_CUDA, _abi.last_error(lib.kernel))
     run.keep = (params, keep, out, lse, qz)  # everything the launch points at
     return run
