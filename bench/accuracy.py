@@ -3,10 +3,13 @@
 References (docs: ../shared/docs/NUMERICS.md):
   end_to_end   method output vs exact attention (FP64) on the BF16 data as given.
   kernel_only  method output vs exact attention (FP64) on the inputs the method actually read
-               (fp8attn: the dequantized E4M3 inputs; sdpa bf16: the BF16 data itself).
+               (fp8attn and fa3_fp8: the dequantized E4M3 inputs; BF16 methods: the BF16 data).
   floor        what rounding alone costs: BF16(exact attention on the method's inputs) vs the
                end_to_end reference, i.e. the error of a perfect kernel fed the same rounded
-               inputs and writing BF16 output (for sdpa bf16: the output rounding alone).
+               inputs and writing BF16 output (for BF16 methods: the output rounding alone).
+Inputs (the record's `inputs`): per_head = E4M3 with per (batch, kv head) amax/448 scales, the
+same tensors for fp8attn and fa3_fp8; prepass = the library's own pre-pass outputs (methods named
+<mode>@prepass; fp8attn_end_to_end is the library's whole BF16-in call); bf16 = the data itself.
 Errors are over the whole output tensor: rmse, max_abs, rel_rmse = rmse / rms(reference).
 A non-finite output gives null figures (and never a pass).
 """
@@ -15,17 +18,21 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import torch
+try:
+    import torch
+except ImportError:  # --dry-run without torch: bench/dry_backend.py stands in for these functions
+    torch = None
 
 LOG2E = 1.4426950408889634
 
 
 def exact_attention(q, k, v, causal: bool, softmax_scale: float | None = None,
-                    dtype=torch.float64, query_chunk: int = 4096):
+                    dtype=None, query_chunk: int = 4096):
     """Exact attention in `dtype`: q (b, sq, h, d), k/v (b, sk, h_kv, d). GQA: query head i
     uses kv head i // (h // h_kv). Causal is bottom-right aligned (query i sees keys
     j <= i + sk - sq), as FlashAttention. Returns O (b, sq, h, d) and LSE (b, h, sq); rows with
     no visible key get O = 0 and LSE = -inf."""
+    dtype = torch.float64 if dtype is None else dtype
     b, sq, h, d = q.shape
     sk, h_kv = k.shape[1], k.shape[2]
     group = h // h_kv
@@ -77,13 +84,14 @@ def lse_max_abs(lse: torch.Tensor, ref_lse: torch.Tensor) -> float | None:
     return float((a[finite] - r[finite]).abs().max()) if bool(finite.any()) else 0.0
 
 
-def synthetic(kind: str, b: int, s: int, h: int, h_kv: int, d: int, seed: int, device):
-    """BF16 q (b, s, h, d), k, v (b, s, h_kv, d): 'gaussian' N(0,1), or 'outlier', the FA3 paper's
-    test: N(0,1) + N(0,100) x Bernoulli(0.001)."""
+def synthetic(kind: str, b: int, s: int, h: int, h_kv: int, d: int, seed: int, device,
+              sk: int | None = None):
+    """BF16 q (b, s, h, d), k, v (b, sk or s, h_kv, d): 'gaussian' N(0,1), or 'outlier', the FA3
+    paper's test: N(0,1) + N(0,100) x Bernoulli(0.001)."""
     g = torch.Generator(device=device).manual_seed(seed)
 
-    def one(heads):
-        x = torch.randn((b, s, heads, d), generator=g, device=device, dtype=torch.float32)
+    def one(n, heads):
+        x = torch.randn((b, n, heads, d), generator=g, device=device, dtype=torch.float32)
         if kind == "outlier":
             spikes = torch.randn(x.shape, generator=g, device=device) * 10.0
             x += spikes * (torch.rand(x.shape, generator=g, device=device) < 1e-3)
@@ -91,7 +99,7 @@ def synthetic(kind: str, b: int, s: int, h: int, h_kv: int, d: int, seed: int, d
             raise ValueError(f"unknown synthetic dataset {kind!r}")
         return x.to(torch.bfloat16)
 
-    return one(h), one(h_kv), one(h_kv)
+    return one(s, h), one(sk or s, h_kv), one(sk or s, h_kv)
 
 
 def load_captures(folder: Path, device) -> list[tuple[str, tuple]]:
@@ -105,47 +113,95 @@ def load_captures(folder: Path, device) -> list[tuple[str, tuple]]:
     return found
 
 
-def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log,
-                notes: list) -> tuple[list, list]:
-    """Errors of every method on one dataset. `methods` maps a method name to
-    (kind, fn): kind 'fp8' gets fn(quantized, causal) -> (o, lse); kind 'bf16' gets
-    fn(q, k, v, causal) -> o. Returns (accuracy records, lse records)."""
+def round_bf16(x):
+    return x.to(torch.bfloat16)
+
+
+def add_o_bias(o, o_bias):
+    """o (b, s, h, d) + o_bias (b, h_kv, d) of each query head's kv head."""
+    group = o.shape[2] // o_bias.shape[1]
+    return o + o_bias.repeat_interleave(group, dim=1)[:, None]
+
+
+def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, notes: list,
+                prepass=None, ops=None) -> tuple[list, list]:
+    """Errors of every method on one dataset. `methods` maps a method name to (kind, fn):
+    'fp8' fn(qz, causal) -> (o, lse or None) on quantize(q, k, v); 'prepass' fn(pp, causal) ->
+    (o, lse) on pp = prepass(q, k, v); 'bf16' and 'e2e' fn(q, k, v, causal) -> o. `ops` holds
+    exact_attention, error_metrics, lse_max_abs, round_bf16, add_o_bias (this module by default;
+    the dry run's numpy stand-ins otherwise). Returns (accuracy records, lse records)."""
+    ops = ops or _THIS
     q, k, v = qkv
-    ref_o, _ = exact_attention(q, k, v, causal)
-    qz = quantize(q, k, v)
-    deq_o, deq_lse = exact_attention(*qz.dequantized(), causal)
+    ref_o, _ = ops.exact_attention(q, k, v, causal)
+    cache: dict = {}
+
+    def per_head():
+        if "per_head" not in cache:
+            qz = quantize(q, k, v)
+            cache["per_head"] = (qz, *ops.exact_attention(*qz.dequantized(), causal))
+        return cache["per_head"]
+
+    def own():
+        if "prepass" not in cache:
+            pp = prepass(q, k, v)
+            dq, dk, dv, scale, o_bias = pp.dequantized()
+            o, lse = ops.exact_attention(dq, dk, dv, causal, softmax_scale=scale)
+            cache["prepass"] = (pp, ops.add_o_bias(o, o_bias))
+        return cache["prepass"]
+
     records, lse_records = [], []
 
-    def add(method, reference, out, ref):
+    def add(method, inputs, reference, out, ref):
         rec = {"dataset": name, "causal": causal, "method": method, "reference": reference,
-               **error_metrics(out, ref)}
+               "inputs": inputs, **ops.error_metrics(out, ref)}
         records.append(rec)
-        log(f"  {name:<24} causal={int(causal)} {method:<18} {reference:<11} "
+        log(f"  {name:<24} causal={int(causal)} {method:<24} {reference:<11} "
             f"rmse={_fmt(rec['rmse'])} max_abs={_fmt(rec['max_abs'])} rel_rmse={_fmt(rec['rel_rmse'])}")
 
     for method, (kind, fn) in methods.items():
+        inputs = {"fp8": "per_head", "prepass": "prepass", "e2e": "prepass"}.get(kind, "bf16")
         try:
             if kind == "fp8":
+                qz, deq_o, deq_lse = per_head()
                 o, lse = fn(qz, causal)
-                add(method, "end_to_end", o, ref_o)
-                add(method, "kernel_only", o, deq_o)
-                add(method, "floor", deq_o.to(torch.bfloat16), ref_o)
-                lse_records.append({"dataset": name, "causal": causal, "method": method,
-                                    "reference": "kernel_only", "lse_max_abs": lse_max_abs(lse, deq_lse)})
+                add(method, inputs, "end_to_end", o, ref_o)
+                add(method, inputs, "kernel_only", o, deq_o)
+                add(method, inputs, "floor", ops.round_bf16(deq_o), ref_o)
+                if lse is not None:
+                    lse_records.append({"dataset": name, "causal": causal, "method": method,
+                                        "reference": "kernel_only",
+                                        "lse_max_abs": ops.lse_max_abs(lse, deq_lse)})
+            elif kind == "prepass":
+                pp, pp_o = own()
+                o, _ = fn(pp, causal)
+                add(method, inputs, "end_to_end", o, ref_o)
+                add(method, inputs, "kernel_only", o, pp_o)
+                add(method, inputs, "floor", ops.round_bf16(pp_o), ref_o)
+            elif kind == "e2e":
+                o = fn(q, k, v, causal)
+                add(method, inputs, "end_to_end", o, ref_o)
+                add(method, inputs, "kernel_only", o, own()[1])
             else:
                 o = fn(q, k, v, causal)
-                add(method, "end_to_end", o, ref_o)
-                add(method, "kernel_only", o, ref_o)
-                add(method, "floor", ref_o.to(torch.bfloat16), ref_o)
+                add(method, inputs, "end_to_end", o, ref_o)
+                add(method, inputs, "kernel_only", o, ref_o)
+                add(method, inputs, "floor", ops.round_bf16(ref_o), ref_o)
         except Exception as e:  # one failing method must not hide the others' figures
             msg = f"accuracy {name} causal={int(causal)} {method}: FAILED {type(e).__name__}: {e}"
             log("  " + msg)
             notes.append(msg)
-            records.append({"dataset": name, "causal": causal, "method": method,
-                            "reference": "end_to_end", "rmse": None, "max_abs": None,
-                            "rel_rmse": None})
+            for reference in ("end_to_end", "kernel_only"):
+                if not any(r["method"] == method and r["reference"] == reference for r in records):
+                    records.append({"dataset": name, "causal": causal, "method": method,
+                                    "reference": reference, "inputs": inputs, "rmse": None,
+                                    "max_abs": None, "rel_rmse": None, "error": msg})
     return records, lse_records
 
 
 def _fmt(x) -> str:
     return "null" if x is None else f"{x:.3e}"
+
+
+import sys as _sys  # noqa: E402
+
+_THIS = _sys.modules[__name__]

@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""The GPU harness: speed table and accuracy figures for fp8attn beside PyTorch SDPA BF16, written
-as results/<date>-<gpu>-<commit>.{json,md,png}. Builds nothing: it loads the carried
-libfp8attn.so through ctypes. scripts/gpu_session.sh runs it after the GPU tests.
+"""The GPU harness: fp8attn head to head with FlashAttention-3 (FP8 and BF16) and PyTorch SDPA
+cuDNN BF16 at every row of the sweep (bench/sweep.py), causal and not, alone and each call right
+after a QKV-projection GEMM; the BF16-in path (fp8attn_end_to_end) against FA3 BF16; accuracy of
+every method on the same data. Writes results/<date>-<gpu>-<commit>.{json,md,png} and
+<...>-tradeoff.png. Builds nothing: loads the carried libfp8attn.so (bench/fp8attn_calls.py).
 
   python3 bench/harness.py --lib .carry/libfp8attn.so --out "$OUT" --tests-json tests.json
-  python3 bench/harness.py --dry-run --out /tmp/h   # no GPU: tiny shapes, emulated kernel
+  python3 bench/harness.py --only speed --quick ...       # parts of a session (repeat --only)
+  python3 bench/harness.py --plan                         # the plan and its time estimate only
+  python3 bench/harness.py --dry-run --out /tmp/h         # no GPU, no torch: numpy stand-ins
+FA3 comes from PyPI fa3-fwd==0.0.3 (module fa3_fwd_interface on PYTHONPATH); if it does not
+import, every FA3 record says why (tflops_median null, error) instead of being left out.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib.util
+import json
 import os
 import re
 import shlex
@@ -20,19 +26,25 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import torch  # noqa: E402
-
-import accuracy  # noqa: E402
 import report  # noqa: E402
 import speed  # noqa: E402
-from fp8attn import _abi, quantize_per_head  # noqa: E402
+import sweep  # noqa: E402
+
+T0 = time.time()
+KERNEL_PEERS = ("fa3_fp8", "fa3_bf16", "sdpa_cudnn_bf16")
+SEED_MODES = ("fp8attn_p_hilo", "fp8attn_p_fp16")
+# Guesses for the time estimate only (TFLOP/s on the H200, from issues 13, 14 and 17).
+GUESS_TFLOPS = {"fp8attn": 800, "fp8attn_p_hilo": 450, "fp8attn_p_fp16": 520,
+                "fp8attn_end_to_end": 600, "fa3_fp8": 850, "fa3_bf16": 700,
+                "sdpa_cudnn_bf16": 560, "gemm": 650}
+WARMUP = 5
+SEED_ROW = list(sweep.SEED)  # the first row of the sweep run (tiny in a dry run)
 
 
 def log(msg: str) -> None:
-    print(msg, flush=True)
+    print(f"[{time.time() - T0:6.1f} s] {msg}", flush=True)
 
 
 def gpu_clocks() -> dict:
@@ -41,13 +53,15 @@ def gpu_clocks() -> dict:
     try:
         line = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
                               capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
-        return dict(zip(fields.split(","), [v.strip() for v in line.split(",")]))
+        got = dict(zip(fields.split(","), [v.strip() for v in line.split(",")]))
     except Exception as e:  # no nvidia-smi (dry run): say so instead of inventing clocks
-        return {"error": f"{type(e).__name__}: {e}"}
+        got = {"error": f"{type(e).__name__}: {e}"}
+    got["elapsed_s"] = round(time.time() - T0, 1)
+    return got
 
 
-def read_commit(args) -> str:
-    for f in (Path(args.commit_file), ROOT / ".carry" / "COMMIT"):
+def read_commit(path: str) -> str:
+    for f in (Path(path), ROOT / ".carry" / "COMMIT"):
         if f.exists():
             return f.read_text().strip()
     try:
@@ -63,53 +77,145 @@ def gpu_slug(name: str) -> str:
 
 
 def read_tests(path: str | None) -> tuple[dict, dict]:
-    import json
     if not path or not Path(path).exists():
         return {"passed": 0, "failed": 0}, {"error": "no test summary given"}
     detail = json.loads(Path(path).read_text())
     return {"passed": int(detail.get("passed", 0)), "failed": int(detail.get("failed", 0))}, detail
 
 
-def prepass_records(lib_path: Path, notes: list) -> dict:
-    """bench/bench_prepass.py (the pre-pass engineer's) if it exists: run(lib_path=...) -> dict
-    with optional 'prepass', 'speed', 'accuracy' lists, merged into ours."""
+def read_attachments(specs: list[str], notes: list) -> dict:
+    """--attach name=path: JSON blocks from other GPU stages, kept under res['attached'][name]."""
+    out = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--attach {spec!r}: expected NAME=PATH")
+        try:
+            out[name] = json.loads(Path(path).read_text())
+        except Exception as e:  # a missing or broken block is reported, never fatal
+            out[name] = {"error": f"{path}: {type(e).__name__}: {e}"}
+            notes.append(f"attach {name}: {out[name]['error']}")
+    return out
+
+
+def pairings(shape) -> list[tuple[str, str, str]]:
+    """(method, peer, protocol) timed at one shape."""
+    out = [("fp8attn", peer, p) for peer in KERNEL_PEERS for p in speed.PROTOCOLS]
+    out += [("fp8attn_end_to_end", "fa3_bf16", p) for p in speed.PROTOCOLS]
+    if sweep.is_seed(shape, tuple(SEED_ROW)):
+        out += [(mode, "fa3_fp8", "head_to_head") for mode in SEED_MODES]
+    return out
+
+
+def calls_per_method(runs: int, block: int) -> int:
+    rounds = -(-runs // block)
+    return (rounds + rounds % 2) * block
+
+
+def estimate_s(shapes, runs: int, block: int) -> float:
+    n = calls_per_method(runs, block) + WARMUP
+    total = 0.0
+    for s in shapes:
+        ms = {m: s.flops() / (t * 1e12) * 1e3 for m, t in GUESS_TFLOPS.items()}
+        gemm_ms = 2.0 * s.b * s.sq * s.h * s.d * (s.h + 2 * s.h_kv) * s.d / (GUESS_TFLOPS["gemm"] * 1e9)
+        total += 0.5  # inputs, quantization, SDPA's copies
+        for a, b, p in pairings(s):
+            total += n * (ms[a] + ms[b] + (2 * gemm_ms if p == "in_context" else 0)) / 1e3
+    return total
+
+
+def run_speed(args, shapes, backend, fa3, notes) -> list:
+    import backends as md
+    recs = []
+    n = calls_per_method(args.runs, args.block)
+    for i, shape in enumerate(shapes):
+        names = list(dict.fromkeys(m for a, b, _ in pairings(shape) for m in (a, b)))
+        sets = None
+        try:
+            sets = [backend.make_inputs(shape, args.seed + 1000 * j)
+                    for j in range(sweep.input_sets(shape))]
+            runners = backend.speed_runners(names, shape, sets, fa3, notes)
+            gemm = backend.qkv_gemm(shape)
+        except Exception as e:  # the row is recorded as failed, the sweep goes on
+            why = f"inputs for {shape.label()}: {type(e).__name__}: {e}"
+            notes.append(why)
+            runners, gemm = {m: why for m in names}, None
+        extra = {"input_sets": sweep.input_sets(shape), "block": args.block}
+        for a, b, protocol in pairings(shape):
+            try:
+                got = speed.run_pairing(shape, a, b, protocol, runners, gemm, args.runs,
+                                        args.block, extra)
+            except Exception as e:
+                why = f"{type(e).__name__}: {str(e)[:300]}"
+                got = [speed.failed_record(a, shape, f"{protocol}:{b}", why),
+                       speed.failed_record(b, shape, f"{protocol}:{a}", why)]
+            recs += got
+            ra, rb = got
+            ratio = (f"{ra['tflops_median'] / rb['tflops_median']:.3f}"
+                     if ra["tflops_median"] and rb["tflops_median"] else "-")
+            log(f"speed {i + 1}/{len(shapes)} {shape.label():<34} {protocol:<12} "
+                f"{a} {report.fmt_tf(ra)} vs {b} {report.fmt_tf(rb)}  ratio {ratio}"
+                + (f"  FAILED: {ra.get('error') or rb.get('error')}" if ratio == "-" else ""))
+        del runners, gemm, sets
+        md.release()
+    log(f"speed: done, {n} timed calls per method per pairing")
+    return recs
+
+
+def run_accuracy(args, backend, fa3, notes) -> tuple[list, list]:
+    import accuracy
+    import backends as md
+    s = md.ACC_SHAPE_DRY if args.dry_run else md.ACC_SHAPE
+    datasets = [(kind, backend.synthetic(kind, s["b"], s["s"], s["h"], s["h_kv"], s["d"],
+                                         args.seed + i))
+                for i, kind in enumerate(("gaussian", "outlier"))]
+    datasets += backend.captures(args.captures, notes)
+    acc_methods = backend.accuracy_methods(fa3, notes)
+    log(f"accuracy: {len(datasets)} datasets x 2 masks x {len(acc_methods)} methods; synthetic at "
+        f"b={s['b']} s={s['s']} h={s['h']}/{s['h_kv']} d=128, seed {args.seed}")
+    acc, lse = [], []
+    for name, qkv in datasets:
+        for causal in (False, True):
+            try:
+                a, l = accuracy.run_dataset(name, qkv, causal, acc_methods, backend.quantize,
+                                            lambda m: None, notes, prepass=backend.prepass,
+                                            ops=backend.ops)
+                acc += a
+                lse += l
+                worst = [r["method"] for r in a if r["rmse"] is None]
+                log(f"accuracy {name} causal={int(causal)}: {len(a)} records"
+                    + (f", FAILED: {sorted(set(worst))}" if worst else ""))
+            except Exception as e:
+                notes.append(f"accuracy {name} causal={int(causal)} aborted: {type(e).__name__}: {e}")
+                log(notes[-1])
+        md.release()
+    return acc, lse
+
+
+def merge_prepass_bench(args, res, notes) -> None:
+    """bench/bench_prepass.py's run(lib_path=...) (pre-pass bandwidth, its own end-to-end timing
+    and accuracy); its speed records get a protocol naming what they were alternated with."""
+    import importlib.util
     f = ROOT / "bench" / "bench_prepass.py"
-    if not f.exists():
-        return {}
     try:
         spec = importlib.util.spec_from_file_location("bench_prepass", f)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        got = mod.run(lib_path=str(lib_path))
-        return got if isinstance(got, dict) else {}
+        extra = mod.run(lib_path=str(args.lib))
     except Exception as e:
         notes.append(f"bench_prepass.py failed: {type(e).__name__}: {e}")
-        log(f"bench_prepass.py failed: {type(e).__name__}: {e}")
-        return {}
-
-
-def dry_run_methods():
-    """CPU stand-ins so the whole harness runs without a GPU: the torch emulation of the kernel
-    and SDPA's math backend. Flagged in every output as a dry run."""
-    import emulate
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    import torch.nn.functional as F
-
-    def sdpa_math(q, k, v, causal):
-        with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(
-                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal,
-                enable_gqa=q.shape[2] != k.shape[2]).transpose(1, 2)
-
-    acc = {"fp8attn": ("fp8", lambda qz, c: emulate.fp8attn_emulated(qz, c, 0)),
-           "fp8attn_p_hilo": ("fp8", lambda qz, c: emulate.fp8attn_emulated(qz, c, 1)),
-           "fp8attn_p_fp16": ("fp8", lambda qz, c: emulate.fp8attn_emulated(qz, c, 2)),
-           "sdpa_cudnn_bf16": ("bf16", sdpa_math), "sdpa_flash_bf16": ("bf16", sdpa_math)}
-    spd = {name: (lambda fn: lambda shape, inp: (lambda: fn(inp["quantized"], shape.causal)))(f[1])
-           for name, f in acc.items() if f[0] == "fp8"}
-    spd.update({name: (lambda fn: lambda shape, inp: (lambda: fn(*inp["bf16"], shape.causal)))(f[1])
-                for name, f in acc.items() if f[0] == "bf16"})
-    return spd, acc
+        log(notes[-1])
+        return
+    notes += [f"bench_prepass: {n}" for n in extra.get("notes", [])]
+    pair = ("fp8attn_end_to_end", "fp8attn_kernel_on_prepass_inputs")
+    for r in extra.get("speed", []):
+        other = pair[1] if r["method"] == pair[0] else pair[0]
+        r.setdefault("protocol", f"alternating:{other}")
+        r["source"] = "bench_prepass"
+    res["speed"] += extra.get("speed", [])
+    res["accuracy"] += extra.get("accuracy", [])
+    if extra.get("prepass"):
+        res["prepass"] = extra["prepass"]
 
 
 def main() -> int:
@@ -121,112 +227,92 @@ def main() -> int:
     ap.add_argument("--captures", default=str(ROOT / ".carry" / "captures"),
                     help="folder of captured q/k/v safetensors (used if it exists)")
     ap.add_argument("--command", help="the command to record (default: this one)")
-    ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--only", action="append", choices=("speed", "accuracy", "prepass"),
+                    help="run only these parts (repeat; default: speed and accuracy)")
+    ap.add_argument("--quick", action="store_true", help="speed at the seed row and 16 x 1k only")
+    ap.add_argument("--runs", type=int, default=100, help="timed calls per method per pairing")
+    ap.add_argument("--block", type=int, default=2, help="calls per block in the alternation")
     ap.add_argument("--seed", type=int, default=20261129)
-    ap.add_argument("--skip-speed", action="store_true")
-    ap.add_argument("--skip-accuracy", action="store_true")
-    ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes, emulated kernel")
+    ap.add_argument("--attach", action="append", default=[], metavar="NAME=PATH",
+                    help="a JSON file from another GPU stage, stored under attached.NAME")
+    ap.add_argument("--without-fa3", action="store_true", help="record FA3 as not run")
+    ap.add_argument("--plan", action="store_true", help="print the plan and estimate, run nothing")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU, no torch: numpy stand-ins")
     args = ap.parse_args()
-    if args.runs < 100 and not args.dry_run:
-        ap.error("--runs must be >= 100 (the issue asks for the median of >= 100 runs)")
+    if args.dry_run and args.runs == ap.get_default("runs"):
+        args.runs = 4  # the numpy stand-ins are slow; the figures mean nothing anyway
+    if args.runs < 100 and not (args.dry_run or args.plan):
+        ap.error("--runs must be >= 100 (the median of >= 100 calls per method)")
+    parts = args.only or ["speed", "accuracy"]
+    rows = sweep.DRY_ROWS if args.dry_run else (sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS)
+    shapes = sweep.sweep(rows)
+    SEED_ROW[:] = rows[0]
+    est = estimate_s(sweep.sweep(sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS),
+                     args.runs, args.block)
+    log(f"plan: parts {parts}; {len(shapes)} speed shapes, pairings per shape "
+        f"{len(pairings(shapes[0]))} at the seed, {calls_per_method(args.runs, args.block)} timed "
+        f"calls per method per pairing; speed on the H200 estimated at {est:.0f} s "
+        "(from guessed TFLOP/s; accuracy adds ~1 s per dataset and mask)")
+    if args.plan:
+        for s in shapes:
+            log(f"  {s.label():<34} input sets {sweep.input_sets(s)}  "
+                + ", ".join(f"{a}~{b}:{p}" for a, b, p in pairings(s)))
+        return 0
 
-    t0 = time.time()
+    import backends as md
     notes: list[str] = []
-    command = args.command or " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
-    if args.dry_run:
-        device, gpu_name, lib = "cpu", "cpu (dry run)", None
-        spd_methods, acc_methods = dry_run_methods()
-        shapes = speed.speed_shapes(seed_b=2, seed_s=256, h=4, tokens=512, seqlens=(128, 256, 512),
-                                    gqa_h_kv=2)
-        acc_shape = dict(b=1, s=300, h=4, h_kv=2, d=128)
-    else:
-        if not torch.cuda.is_available():
-            log("harness: no CUDA device (use --dry-run to exercise the harness on the CPU)")
-            return 2
-        import methods
-        device, gpu_name = "cuda", torch.cuda.get_device_name()
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        lib = _abi.load(args.lib)
-        spd_methods, acc_methods = methods.speed_methods(lib, notes), methods.accuracy_methods(lib, notes)
-        shapes = speed.speed_shapes()
-        acc_shape = dict(b=2, s=8192, h=32, h_kv=32, d=128)
+    backend = md.backend(args, notes)
+    fa3 = "FA3 disabled by --without-fa3" if args.without_fa3 else backend.load_fa3()
+    if isinstance(fa3, str):
+        notes.append(fa3)
+    log(f"harness: {backend.gpu_name}, {backend.versions}; FA3: "
+        f"{fa3 if isinstance(fa3, str) else getattr(fa3, '__file__', 'imported')}")
     tests, tests_detail = read_tests(args.tests_json)
-    clocks = {"start": gpu_clocks()}
-    log(f"harness: {gpu_name}, torch {torch.__version__}, clocks at start {clocks['start']}")
-
-    speed_recs = []
-    if not args.skip_speed:
-        log(f"speed: {len(shapes)} shapes x {len(spd_methods)} methods, median of {args.runs} runs")
-
-        def make_inputs(shape):
-            q, k, v = accuracy.synthetic("gaussian", shape.b, shape.sq, shape.h, shape.h_kv,
-                                         shape.d, args.seed, device)
-            return {"bf16": (q, k, v), "quantized": quantize_per_head(q, k, v)}
-        try:
-            speed_recs = speed.run_speed(shapes, spd_methods, make_inputs, args.warmup, args.runs,
-                                         log, notes)
-        except Exception as e:  # write what we have: a partial table beats no results file
-            notes.append(f"speed table aborted: {type(e).__name__}: {e}")
-            log(notes[-1])
-        clocks["after_speed"] = gpu_clocks()
-
-    acc_recs, lse_recs = [], []
-    if not args.skip_accuracy:
-        s = acc_shape
-        datasets = [(kind, accuracy.synthetic(kind, s["b"], s["s"], s["h"], s["h_kv"], s["d"],
-                                              args.seed + i, device))
-                    for i, kind in enumerate(("gaussian", "outlier"))]
-        if Path(args.captures).is_dir():
-            datasets += accuracy.load_captures(Path(args.captures), device)
-        else:
-            notes.append(f"no captured activations carried ({args.captures} absent)")
-        log(f"accuracy: {len(datasets)} datasets, synthetic at b={s['b']} s={s['s']} "
-            f"h={s['h']}/{s['h_kv']} d=128, seed {args.seed}")
-        for name, qkv in datasets:
-            for causal in (False, True):
-                try:
-                    a, l = accuracy.run_dataset(name, qkv, causal, acc_methods, quantize_per_head,
-                                                log, notes)
-                    acc_recs += a
-                    lse_recs += l
-                except Exception as e:
-                    notes.append(f"accuracy {name} causal={int(causal)} aborted: {type(e).__name__}: {e}")
-                    log(notes[-1])
-            if device == "cuda":
-                torch.cuda.empty_cache()
-
-    commit = read_commit(args)
+    clocks = {"start": gpu_clocks(), **backend.torch_clocks()}
+    res = {"commit": read_commit(args.commit_file), "gpu": gpu_slug(backend.gpu_name),
+           "tests": tests, "speed": [], "accuracy": [], "lse": [], "notes": notes,
+           "command": args.command or " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+           "gpu_name": backend.gpu_name, "clocks": clocks, "torch": backend.versions,
+           "tests_detail": tests_detail, "dry_run": bool(args.dry_run), "parts": parts,
+           "fa3": {"pin": md.FA3_PIN, "available": not isinstance(fa3, str),
+                   **({"error": fa3} if isinstance(fa3, str) else
+                      {"module": getattr(fa3, "__file__", "?")})},
+           "speed_protocol": {"runs": calls_per_method(args.runs, args.block), "block": args.block,
+                              "warmup": WARMUP, "rows": [list(r) for r in rows],
+                              "seed": [*rows[0], 128],
+                              "estimate_s": round(est, 1), "flops": sweep.__doc__.strip()},
+           "attached": read_attachments(args.attach, notes)}
     date = dt.datetime.now(dt.timezone.utc)
-    res = {
-        "commit": commit, "gpu": gpu_slug(gpu_name), "date": date.strftime("%Y-%m-%d %H:%M UTC"),
-        "tests": tests, "speed": speed_recs, "accuracy": acc_recs,
-        "command": command, "gpu_name": gpu_name, "clocks": clocks, "torch": torch.__version__,
-        "tests_detail": tests_detail, "lse": lse_recs, "notes": notes,
-        "dry_run": bool(args.dry_run), "harness_seconds": round(time.time() - t0, 1),
-    }
+    res["date"] = date.strftime("%Y-%m-%d %H:%M UTC")
+    stem = f"{date.strftime('%Y-%m-%d')}-{res['gpu']}-{res['commit']}"
+
+    def write():
+        res["harness_seconds"] = round(time.time() - T0, 1)
+        return report.write_all(Path(args.out), stem, res)
+
+    if "speed" in parts:
+        log(f"speed: {len(shapes)} shapes")
+        res["speed"] = run_speed(args, shapes, backend, fa3, notes)
+        clocks["after_speed"] = gpu_clocks()
+        write()  # a later part that hangs into the session's limit must not cost these
+    if "accuracy" in parts:
+        res["accuracy"], res["lse"] = run_accuracy(args, backend, fa3, notes)
+        clocks["after_accuracy"] = gpu_clocks()
+        write()
+    if "prepass" in parts:
+        if args.dry_run:
+            notes.append("prepass: bench/bench_prepass.py needs the GPU; not run in a dry run")
+        else:
+            log("prepass: bench/bench_prepass.py")
+            merge_prepass_bench(args, res, notes)
     c = clocks["start"]
-    res["clocks"]["summary"] = (f"SM {c.get('clocks.sm', '?')} (max {c.get('clocks.max.sm', '?')}), "
-                                f"memory {c.get('clocks.mem', '?')}, power {c.get('power.draw', '?')}"
-                                f" / {c.get('power.limit', '?')} at start; SM "
-                                f"{clocks.get('after_speed', {}).get('clocks.sm', '?')} after the speed table")
-    stem = f"{date.strftime('%Y-%m-%d')}-{res['gpu']}-{commit}"
-    # Written now, and again with the pre-pass figures: a pre-pass bench that hangs into the
-    # session's time limit must not cost the kernel's results.
-    report.write_all(Path(args.out), stem, res)
-    if not args.dry_run and (ROOT / "bench" / "bench_prepass.py").exists():
-        log("prepass: bench/bench_prepass.py")
-        extra = prepass_records(Path(args.lib), notes)
-        notes += [f"bench_prepass: {n}" for n in extra.get("notes", [])]
-        res["speed"] += extra.get("speed", [])
-        res["accuracy"] += extra.get("accuracy", [])
-        if extra.get("prepass"):
-            res["prepass"] = extra["prepass"]
-        res["harness_seconds"] = round(time.time() - t0, 1)
-    for p in report.write_all(Path(args.out), stem, res):
+    clocks["summary"] = (f"SM {c.get('clocks.sm', '?')} (max {c.get('clocks.max.sm', '?')}), "
+                         f"memory {c.get('clocks.mem', '?')}, power {c.get('power.draw', '?')} / "
+                         f"{c.get('power.limit', '?')} at start; SM "
+                         f"{clocks.get('after_speed', {}).get('clocks.sm', '?')} after the speed part")
+    for p in write():
         log(f"wrote {p}")
-    log(f"harness: done in {time.time() - t0:.0f} s")
+    log(f"harness: done in {time.time() - T0:.0f} s (estimate for speed {est:.0f} s)")
     return 0
 
 

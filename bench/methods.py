@@ -1,39 +1,48 @@
-"""The methods the harness times and measures: fp8attn through its C ABI (one per P precision)
-and PyTorch SDPA in BF16 on its cuDNN and flash backends, all on the same data."""
+"""The methods the harness times and measures, all on the same data:
+  fp8attn, fp8attn_p_hilo, fp8attn_p_fp16   the kernel per P precision (bench/fp8attn_calls.py)
+  fp8attn_end_to_end                        BF16 in: the library's pre-pass + kernel
+  fa3_fp8, fa3_bf16                         FlashAttention-3 (PyPI fa3-fwd==0.0.3, module
+                                            fa3_fwd_interface), E4M3 on fp8attn's own per
+                                            (batch, kv head) quantized inputs, and BF16
+  sdpa_cudnn_bf16 (sdpa_flash_bf16)         PyTorch SDPA in BF16
+A method that cannot be built (FA3 not importable, a refused shape) is returned as the reason
+(a string) in its place, so that the results record the failure instead of dropping a column.
+"""
 from __future__ import annotations
 
-import ctypes
+import itertools
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from fp8attn import _abi, ops
-
-FP8_METHODS = {"fp8attn": _abi.P_E4M3, "fp8attn_p_hilo": _abi.P_E4M3_HILO,
-               "fp8attn_p_fp16": _abi.P_FP16}
 SDPA_METHODS = {"sdpa_cudnn_bf16": SDPBackend.CUDNN_ATTENTION,
                 "sdpa_flash_bf16": SDPBackend.FLASH_ATTENTION}
+FA3_PIN = "fa3-fwd==0.0.3"
 
 
-def fp8attn_speed_factory(lib, p_precision: int):
-    def factory(shape, inputs):
-        qz = inputs["quantized"]
-        out = torch.empty((shape.b, shape.sq, shape.h, shape.d), dtype=torch.bfloat16, device="cuda")
-        lse = torch.empty((shape.b, shape.h, shape.sq), dtype=torch.float32, device="cuda")
-        params, keepalive = ops._make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale,
-                                             qz.k_descale, qz.v_descale, None, None, None,
-                                             shape.causal, p_precision, None)
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        _abi.call(params, stream.value, lib)  # raises with the library's message if refused
-        launch, ref = lib.fp8attn_attention_fwd, ctypes.byref(params)
+def load_fa3():
+    """The fa3_fwd_interface module, or the reason it cannot be had (a string)."""
+    try:
+        import fa3_fwd_interface
+        return fa3_fwd_interface
+    except Exception as e:  # ImportError, or the extension failing to load against this torch
+        return f"FA3 ({FA3_PIN}) not importable: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
-        def run():
-            if launch(ref, stream) != _abi.SUCCESS:
-                raise _abi.Fp8AttnError(_abi.ERROR_CUDA, _abi.last_error(lib))
-            return keepalive, out, lse, inputs  # holds everything the launch points at
-        return run
-    return factory
+
+def _fa3_fp8(fa3, qz, causal):
+    group = qz.q8.shape[2] // qz.k8.shape[2]
+    q_descale = qz.q_descale[:, ::group].contiguous()  # (b, h_kv): Q's scale per kv head
+    return lambda: fa3.flash_attn_func(qz.q8, qz.k8, qz.v8, causal=causal, q_descale=q_descale,
+                                       k_descale=qz.k_descale, v_descale=qz.v_descale)
+
+
+def _fa3_bf16(fa3, q, k, v, causal):
+    return lambda: fa3.flash_attn_func(q, k, v, causal=causal)
+
+
+def _out(x):
+    return x[0] if isinstance(x, tuple) else x
 
 
 def _sdpa_call(backend, q, k, v, causal, gqa):
@@ -44,10 +53,12 @@ def _sdpa_call(backend, q, k, v, causal, gqa):
 
 
 def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str):
-    """A callable running SDPA on `backend` on (b, s, h, d) data, given to SDPA as contiguous
-    (b, h, s, d) copies made here, outside any timing: SDPA's native layout, the baseline's best
-    case. If the backend refuses native GQA, K and V are expanded to h heads (same FLOPs; noted
-    in the results)."""
+    """SDPA on `backend` on (b, s, h, d) data, given to SDPA as contiguous (b, h, s, d) copies
+    made here, outside any timing: its native layout, its best case. If the backend refuses
+    native GQA, K and V are expanded to h heads (same FLOPs; noted). SDPA's causal mask is
+    top-left aligned: for sq != sk it is not FA3's, so such shapes are refused here."""
+    if causal and q.shape[1] != k.shape[1]:
+        raise ValueError("SDPA's is_causal is top-left aligned; FA3 and fp8attn are bottom-right")
     gqa = q.shape[2] != k.shape[2]
     q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))
     try:
@@ -64,31 +75,93 @@ def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str):
         return lambda: _sdpa_call(backend, q, ke, ve, causal, False)
 
 
-def sdpa_speed_factory(backend, notes: list):
-    def factory(shape, inputs):
-        q, k, v = inputs["bf16"]
-        return _sdpa_runner(backend, q, k, v, shape.causal, notes, f"speed {shape}")
-    return factory
+def rotating(fns):
+    """One callable running fns in turn, one per call (several input sets against L2)."""
+    if len(fns) == 1:
+        return fns[0]
+    it = itertools.cycle(fns)
+
+    def run():
+        return next(it)()
+    run.keep = fns
+    return run
 
 
-def speed_methods(lib, notes: list) -> dict:
-    methods = {name: fp8attn_speed_factory(lib, p) for name, p in FP8_METHODS.items()}
-    methods.update({name: sdpa_speed_factory(be, notes) for name, be in SDPA_METHODS.items()})
+def speed_runners(names, shape, sets: list, lib, fa3, notes: list) -> dict:
+    """name -> a no-argument callable over the input sets (each {'bf16': (q, k, v),
+    'quantized': qz}), or the reason it could not be built."""
+    import fp8attn_calls as fc
+    c = shape.causal
+
+    def build(name, inp):
+        q, k, v = inp["bf16"]
+        qz = inp["quantized"]
+        if name in fc.MODES:
+            return fc.kernel_runner(lib, qz, c, name)
+        if name == "fp8attn_end_to_end":
+            return fc.end_to_end_runner(lib, q, k, v, c)
+        if name in ("fa3_fp8", "fa3_bf16"):
+            if isinstance(fa3, str):
+                raise RuntimeError(fa3)
+            fn = _fa3_fp8(fa3, qz, c) if name == "fa3_fp8" else _fa3_bf16(fa3, q, k, v, c)
+            fn()  # refused shapes raise here, not in the timing
+            return fn
+        if name in SDPA_METHODS:
+            return _sdpa_runner(SDPA_METHODS[name], q, k, v, c, notes, f"speed {shape.label()}")
+        raise KeyError(name)
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = rotating([build(name, inp) for inp in sets])
+        except Exception as e:
+            out[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+    torch.cuda.synchronize()
+    return out
+
+
+def qkv_gemm(shape):
+    """The model's QKV projection before this attention call: tokens x hidden @ hidden x
+    (h + 2 h_kv) * d in BF16 (hidden = h * d), into a preallocated output."""
+    tokens, hidden = shape.b * shape.sq, shape.h * shape.d
+    x = torch.randn((tokens, hidden), device="cuda", dtype=torch.bfloat16)
+    w = torch.randn((hidden, (shape.h + 2 * shape.h_kv) * shape.d), device="cuda",
+                    dtype=torch.bfloat16)
+    y = torch.empty((tokens, w.shape[1]), device="cuda", dtype=torch.bfloat16)
+
+    def run():
+        torch.mm(x, w, out=y)
+    run.keep = (x, w, y)
+    return run
+
+
+def accuracy_methods(lib, notes: list, fa3=None) -> dict:
+    """name -> (kind, fn) as bench.accuracy.run_dataset takes them:
+    'fp8' fn(qz, causal) -> (o, lse or None) on per-(batch, kv head) quantized inputs;
+    'prepass' fn(pp, causal) -> (o, lse) on the library's pre-pass outputs;
+    'bf16' fn(q, k, v, causal) -> o on the BF16 data; 'e2e' the same, through the pre-pass."""
+    methods = {}
+    if lib is not None:
+        import fp8attn_calls as fc
+        for mode in fc.MODES:
+            methods[mode] = ("fp8", lambda qz, c, m=mode: fc.kernel_call(lib, qz, c, m))
+    if fa3 is not None:
+        methods["fa3_fp8"] = ("fp8", (lambda qz, c: (_out(_fa3_fp8(fa3, qz, c)()), None))
+                              if not isinstance(fa3, str) else _raiser(fa3))
+        methods["fa3_bf16"] = ("bf16", (lambda q, k, v, c: _out(_fa3_bf16(fa3, q, k, v, c)()))
+                               if not isinstance(fa3, str) else _raiser(fa3))
+    for name, be in SDPA_METHODS.items():
+        methods[name] = ("bf16", lambda q, k, v, c, be=be, name=name: _sdpa_runner(
+            be, q, k, v, c, notes, f"accuracy {name}")())
+    if lib is not None:
+        for mode in fc.MODES:
+            methods[f"{mode}@prepass"] = ("prepass", lambda pp, c, m=mode: pp.run(c, m))
+        methods["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c: fc.end_to_end_call(
+            lib, q, k, v, c)[0])
     return methods
 
 
-def accuracy_methods(lib, notes: list) -> dict:
-    """name -> (kind, fn) as bench.accuracy.run_dataset takes them."""
-    def fp8(p):
-        def run(qz, causal):
-            return ops.attention_fwd(qz.q8, qz.k8, qz.vt8, q_descale=qz.q_descale,
-                                     k_descale=qz.k_descale, v_descale=qz.v_descale,
-                                     causal=causal, p_precision=p, lib=lib)
-        return ("fp8", run)
-
-    def sdpa(backend, name):
-        return ("bf16", lambda q, k, v, causal: _sdpa_runner(backend, q, k, v, causal, notes,
-                                                             f"accuracy {name}")())
-    methods = {name: fp8(p) for name, p in FP8_METHODS.items()}
-    methods.update({name: sdpa(be, name) for name, be in SDPA_METHODS.items()})
-    return methods
+def _raiser(reason: str):
+    def fn(*_):
+        raise RuntimeError(reason)
+    return fn

@@ -1,56 +1,71 @@
-"""Speed part of the harness: every method on the same data, CUDA events, median of >= 100 runs.
+"""Timing protocols of the harness: CUDA events around each call, medians.
 
-Runs are enqueued back to back (event, launch, event, ...) so the GPU's queue stays ahead of the
-host; each run is timed by its own pair of events, so host-side launch overhead is not counted
-unless the kernel is shorter than the launch itself.
+head_to_head(a, b): fp8attn and one peer alternated in one process, in short blocks, the order
+  reversed each round, so that both see the same power and clock state (on the H200 a kernel's
+  figure moves by up to 10% with what ran before it: issue 13). Each call is timed by its own pair
+  of events; blocks are enqueued back to back, so host overhead is hidden while calls are longer
+  than their launch.
+in_context(a, b): the same alternation, each timed call right after a GEMM of the model's
+  QKV-projection size (untimed), as inside a model.
+The callables rotate through several input sets themselves when one set fits in L2 (methods.py).
+Without CUDA (harness --dry-run) a wall-clock timer stands in for the events.
 """
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+import time
 
-import torch
+try:
+    import torch
+except ImportError:  # --dry-run on a machine without torch
+    torch = None
 
-
-@dataclass(frozen=True)
-class Shape:
-    b: int
-    sq: int
-    sk: int
-    h: int
-    h_kv: int
-    d: int
-    causal: bool
-
-    def flops(self) -> float:
-        full = 4.0 * self.b * self.h * self.sq * self.sk * self.d
-        return full / 2 if self.causal else full
+from sweep import Shape, speed_shapes  # noqa: F401  (re-exported: bench_prepass, tools/kernel_probe)
 
 
-def speed_shapes(seed_b=2, seed_s=8192, h=32, d=128, tokens=16384, seqlens=(1024, 2048, 4096, 8192, 16384),
-                 gqa_h_kv=8) -> list[Shape]:
-    """The seed shape, the seqlen sweep at `tokens` tokens per batch, and GQA h/h_kv at the seed
-    shape; causal and not. Duplicates (the sweep's 8k point is the seed shape) are dropped."""
-    shapes = []
-    for causal in (False, True):
-        shapes.append(Shape(seed_b, seed_s, seed_s, h, h, d, causal))
-        for s in seqlens:
-            shapes.append(Shape(max(1, tokens // s), s, s, h, h, d, causal))
-        shapes.append(Shape(seed_b, seed_s, seed_s, h, gqa_h_kv, d, causal))
-    return list(dict.fromkeys(shapes))
+def _cuda() -> bool:
+    return torch is not None and torch.cuda.is_available()
 
 
-def time_ms(fn, warmup: int, runs: int) -> list[float]:
-    if not torch.cuda.is_available():  # dry run on the CPU: wall clock per run
-        import time
-        fn()
-        out = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - t) * 1e3)
-        return out
-    return time_ms_alternating((fn,), warmup, runs)[0]
+class _CudaMarks:
+    """Events made up front, none created between launches."""
+
+    def __init__(self, n: int):
+        self.ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                   for _ in range(n)]
+
+    def start(self, i):
+        self.ev[i][0].record()
+
+    def stop(self, i):
+        self.ev[i][1].record()
+
+    def ms(self) -> list[float]:
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in self.ev]
+
+
+class _WallMarks:
+    def __init__(self, n: int):
+        self.t = [[0.0, 0.0] for _ in range(n)]
+
+    def start(self, i):
+        self.t[i][0] = time.perf_counter()
+
+    def stop(self, i):
+        self.t[i][1] = time.perf_counter()
+
+    def ms(self) -> list[float]:
+        return [(b - a) * 1e3 for a, b in self.t]
+
+
+def _marks(n: int):
+    return _CudaMarks(n) if _cuda() else _WallMarks(n)
+
+
+def _sync():
+    if _cuda():
+        torch.cuda.synchronize()
 
 
 def time_ms_alternating(fns, warmup: int, runs: int) -> list[list[float]]:
@@ -60,45 +75,75 @@ def time_ms_alternating(fns, warmup: int, runs: int) -> list[list[float]]:
     for _ in range(warmup):
         for fn in fns:
             fn()
-    torch.cuda.synchronize()
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-               for _ in range(runs)] for _ in fns]  # made up front: none between launches
+    _sync()
+    marks = [_marks(runs) for _ in fns]
     for r in range(runs):
-        for fn, ev in zip(fns, events):
-            ev[r][0].record()
+        for fn, m in zip(fns, marks):
+            m.start(r)
             fn()
-            ev[r][1].record()
-    torch.cuda.synchronize()
-    return [[s.elapsed_time(e) for s, e in ev] for ev in events]
+            m.stop(r)
+    return [m.ms() for m in marks]
 
 
-def record(method: str, shape: Shape, times_ms: list[float]) -> dict:
-    median_ms = statistics.median(times_ms)
+def time_ms(fn, warmup: int, runs: int) -> list[float]:
+    return time_ms_alternating((fn,), warmup, runs)[0]
+
+
+def head_to_head(a, b, runs: int, block: int = 2, warmup: int = 5, before=None):
+    """(times of a, times of b) in ms, >= `runs` calls each: rounds of one block of `block` calls
+    per method, a first in even rounds and b first in odd ones. `before`, if given, runs
+    (untimed) right before every timed call: the in-context protocol's GEMM."""
+    for _ in range(warmup):
+        for fn in (a, b):
+            if before:
+                before()
+            fn()
+    _sync()
+    rounds = -(-runs // block)
+    rounds += rounds % 2  # as many rounds with a first as with b first
+    n = rounds * block
+    marks = {0: _marks(n), 1: _marks(n)}
+    fns = (a, b)
+    for r in range(rounds):
+        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+            fn, m = fns[which], marks[which]
+            for j in range(block):
+                if before:
+                    before()
+                m.start(r * block + j)
+                fn()
+                m.stop(r * block + j)
+    return marks[0].ms(), marks[1].ms()
+
+
+def record(method: str, shape: Shape, times_ms: list[float], protocol: str, **extra) -> dict:
+    med = statistics.median(times_ms)
+    q = statistics.quantiles(times_ms, n=10) if len(times_ms) >= 10 else [med] * 9
     return {"method": method, "b": shape.b, "sq": shape.sq, "sk": shape.sk, "h": shape.h,
             "h_kv": shape.h_kv, "d": shape.d, "causal": shape.causal,
-            "tflops_median": shape.flops() / (median_ms * 1e-3) / 1e12, "runs": len(times_ms)}
+            "tflops_median": shape.flops() / (med * 1e-3) / 1e12, "runs": len(times_ms),
+            "protocol": protocol, "ms_median": med, "ms_p10": q[0], "ms_p90": q[-1], **extra}
 
 
-def run_speed(shapes, methods: dict, make_inputs, warmup: int, runs: int, log, notes: list) -> list:
-    """methods: name -> factory(shape, inputs) returning a no-argument callable that launches one
-    run (all allocation and argument marshalling happen in the factory, outside the timing)."""
-    records = []
-    for shape in shapes:
-        inputs = make_inputs(shape)
-        for name, factory in methods.items():
-            try:
-                fn = factory(shape, inputs)
-                rec = record(name, shape, time_ms(fn, warmup, runs))
-                records.append(rec)
-                log(f"  {name:<18} b={shape.b:<2} s={shape.sq:<5} h={shape.h}/{shape.h_kv} "
-                    f"causal={int(shape.causal)}  {rec['tflops_median']:7.1f} TFLOP/s")
-            except Exception as e:  # a method that cannot run is reported, the table goes on
-                msg = f"speed {name} {shape}: FAILED {type(e).__name__}: {e}"
-                log("  " + msg)
-                notes.append(msg)
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-        del inputs
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    return records
+def failed_record(method: str, shape: Shape, protocol: str, error: str) -> dict:
+    return {"method": method, "b": shape.b, "sq": shape.sq, "sk": shape.sk, "h": shape.h,
+            "h_kv": shape.h_kv, "d": shape.d, "causal": shape.causal, "tflops_median": None,
+            "runs": 0, "protocol": protocol, "error": error}
+
+
+PROTOCOLS = ("head_to_head", "in_context")
+
+
+def run_pairing(shape: Shape, a: str, b: str, protocol: str, runners: dict, gemm, runs: int,
+                block: int, extra: dict) -> list[dict]:
+    """Two records (a's and b's) of one pairing at one shape. runners: name -> callable or an
+    exception (the method could not be built: both records say why, neither is dropped)."""
+    fa, fb = runners.get(a), runners.get(b)
+    for name, fn in ((a, fa), (b, fb)):
+        if not callable(fn):
+            why = f"{name} unavailable: {fn}"
+            return [failed_record(a, shape, f"{protocol}:{b}", why),
+                    failed_record(b, shape, f"{protocol}:{a}", why)]
+    ta, tb = head_to_head(fa, fb, runs, block, before=gemm if protocol == "in_context" else None)
+    return [record(a, shape, ta, f"{protocol}:{b}", **extra),
+            record(b, shape, tb, f"{protocol}:{a}", **extra)]

@@ -1,67 +1,65 @@
 #!/usr/bin/env python3
 """Writes the status block of README.md (between the STATUS markers) from a GPU results file,
-so that no figure in the README is typed by hand.
-Usage: python3 tools/readme_status.py results/<date>-h200-<commit>.json"""
+so that no figure in the README is typed by hand. The tables are bench/report.py's, the same as
+in the run's own report.
+Usage: python3 tools/readme_status.py results/<date>-h200-<commit>.json [--readme PATH]"""
+import argparse
 import json
 import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import report  # noqa: E402
+
 BEGIN, END = "<!-- STATUS:BEGIN (tools/readme_status.py) -->", "<!-- STATUS:END -->"
 
 
-def main(path):
-    d = json.loads(pathlib.Path(path).read_text())
-    rel = pathlib.Path(path).resolve().relative_to(ROOT)
-
-    def tf(method, causal, b=2, s=8192, h=32, h_kv=32):
-        for r in d["speed"]:
-            if (r["method"], r["causal"], r["b"], r["sq"], r["h"], r["h_kv"]) == (method, causal, b, s, h, h_kv):
-                return r["tflops_median"]
-        return None
-
-    def acc(dataset, causal, method, ref):
-        for r in d["accuracy"]:
-            if (r["dataset"], r["causal"], r["method"], r["reference"]) == (dataset, causal, method, ref):
-                return r
-        return None
-
-    lines = [BEGIN, "", f"From `{rel}` (commit {d['commit']}, {d['gpu_name'] if 'gpu_name' in d else d['gpu']}, "
-             f"{d['date']}): GPU tests {d['tests']['passed']} passed, {d['tests']['failed']} failed.", "",
-             "| seed shape b=2 s=8192 h=32 d=128 | fp8attn | fp8attn P hi+lo | fp8attn P FP16 | SDPA cuDNN BF16 | fp8attn / cuDNN | target |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    fmt = lambda x: f"{x:.0f}" if x else "-"
-    for causal, target in ((False, 1.38), (True, 1.47)):
-        f, hl, cu = tf("fp8attn", causal), tf("fp8attn_p_hilo", causal), tf("sdpa_cudnn_bf16", causal)
-        f16 = tf("fp8attn_p_fp16", causal)
-        ratio = f / cu if f and cu else None
-        lines.append(f"| {'causal' if causal else 'non-causal'} | {fmt(f)} | {fmt(hl)} | {fmt(f16)} | {fmt(cu)} | "
-                     f"{ratio:.3f} | {target} ({'met' if ratio and ratio >= target else 'not met'}) |")
-    lines += ["", "Accuracy, RMSE as a multiple of SDPA BF16's end-to-end RMSE on the same data (bound: 2). "
-              "Inputs quantized by the harness's FA3-like per-head amax/448 scales (bench/harness.py); "
-              "captured rows: 2048 tokens, KV head 0 of each layer:", "",
-              "| dataset | causal | fp8attn end-to-end | fp8attn kernel-only | hi+lo kernel-only | FP16 P kernel-only | floor (inputs rounded to E4M3) |",
-              "|---|---|---:|---:|---:|---:|---:|"]
-    datasets = sorted({r["dataset"] for r in d["accuracy"]})
-    for ds in datasets:
-        for causal in (False, True):
-            base = acc(ds, causal, "sdpa_cudnn_bf16", "end_to_end")
-            if not base:
-                continue
-            cells = []
-            for method, ref in (("fp8attn", "end_to_end"), ("fp8attn", "kernel_only"),
-                                ("fp8attn_p_hilo", "kernel_only"), ("fp8attn_p_fp16", "kernel_only"),
-                                ("fp8attn", "floor")):
-                r = acc(ds, causal, method, ref)
-                cells.append(f"{r['rmse'] / base['rmse']:.2f}" if r else "-")
-            if any(c != "-" for c in cells):
-                lines.append(f"| {ds} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |")
+def block(d: dict, rel: str) -> list[str]:
+    fa3 = d.get("fa3", {})
+    lines = [BEGIN, "", f"From `{rel}` (commit {d['commit']}, {d.get('gpu_name', d['gpu'])}, "
+             f"{d['date']}): GPU tests {d['tests']['passed']} passed, {d['tests']['failed']} failed. "
+             f"Peer: FlashAttention-3 `{fa3.get('pin', '?')}`"
+             + ("" if fa3.get("available", False) else f" (NOT RUN: {fa3.get('error', 'no record')})")
+             + "."]
+    if d.get("dry_run"):
+        lines += ["", "**DRY RUN: stand-ins, not measurements.**"]
+    if d.get("speed"):
+        lines += ["", "Speed, TFLOP/s (medians of head-to-head alternations in one process; "
+                  "'in context': each call right after the model's QKV-projection GEMM):", ""]
+        lines += report.headline_table(d["speed"]) + [""]
+        lines += report.verdict_lines(d["speed"], report.seed_of(d)) + [""]
+        lines += ["BF16 in -> output (the library's pre-pass + kernel) against FA3 BF16:", ""]
+        lines += report.e2e_table(d["speed"]) + [""]
+        lines += ["Precision modes at the seed shape, head to head with FA3 FP8:", ""]
+        lines += report.modes_table(d["speed"], report.seed_of(d))
+    if d.get("accuracy"):
+        lines += ["", "Accuracy, RMSE as a multiple of FA3 BF16's end-to-end RMSE on the same data "
+                  "(kernel-only: against exact attention on the FP8 inputs the kernel read; per-head "
+                  "inputs are shared by fp8attn and FA3 FP8, 'own inputs' are the library's pre-pass "
+                  "outputs):", ""]
+        lines += report.accuracy_ratio_table(d["accuracy"])
     lines += ["", END]
-    readme = ROOT / "README.md"
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results")
+    ap.add_argument("--readme", default=str(ROOT / "README.md"))
+    a = ap.parse_args(argv)
+    path = pathlib.Path(a.results).resolve()
+    d = json.loads(path.read_text())
+    try:
+        rel = str(path.relative_to(ROOT))
+    except ValueError:
+        rel = str(path)
+    lines = block(d, rel)
+    readme = pathlib.Path(a.readme)
     text = readme.read_text()
     if BEGIN in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + "\n".join(lines) + text[b:]
+        i, j = text.index(BEGIN), text.index(END) + len(END)
+        text = text[:i] + "\n".join(lines) + text[j:]
     else:
         text += "\n## Status\n\n" + "\n".join(lines) + "\n"
     readme.write_text(text)
@@ -69,4 +67,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()

@@ -1,0 +1,190 @@
+"""numpy stand-ins for everything the harness runs on the GPU, used only by `harness.py --dry-run`
+on a machine without torch or a GPU: tiny shapes, the same plan, protocols, records, report and
+plots. Every figure they give is meaningless and every output says DRY RUN.
+
+Stand-ins: E4M3 and BF16 rounding by bit arithmetic; 'fp8attn' modes and 'fa3_fp8' = exact
+attention on the dequantized inputs with P rounded to E4M3 (or FP16, or hi+lo), output to BF16;
+BF16 methods = exact attention on the BF16 data; the pre-pass = K and V mean-smoothed, Q scaled
+per token. Timing is wall clock (bench/speed.py picks it without CUDA).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # tiny matrices: threads only contend
+import numpy as np  # noqa: E402
+
+E4M3_MAX = 448.0
+
+
+def e4m3(x):
+    x = np.clip(np.asarray(x, dtype=np.float64), -E4M3_MAX, E4M3_MAX)
+    a = np.abs(x)
+    e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
+    step = np.exp2(np.maximum(e, -6) - 3)
+    return np.round(x / step) * step
+
+
+def bf16(x):
+    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+class Quantized:
+    """As python/fp8attn/quantize.Quantized: per (batch, kv head) amax/448 scales."""
+
+    def __init__(self, q, k, v):
+        b, sq, h, d = q.shape
+        h_kv = k.shape[2]
+        g = h // h_kv
+
+        def scale(x, heads_axis_groups=1):
+            a = np.abs(x).reshape(x.shape[0], x.shape[1], -1, heads_axis_groups, d).max(axis=(1, 3, 4))
+            return np.where(a > 0, a / E4M3_MAX, 1.0)
+        self.q_descale = np.repeat(scale(q, g), g, axis=1)       # (b, h)
+        self.k_descale, self.v_descale = scale(k), scale(v)      # (b, h_kv)
+        self.q8 = e4m3(q / self.q_descale[:, None, :, None])
+        self.k8 = e4m3(k / self.k_descale[:, None, :, None])
+        self.v8 = e4m3(v / self.v_descale[:, None, :, None])
+
+    def dequantized(self):
+        return (self.q8 * self.q_descale[:, None, :, None], self.k8 * self.k_descale[:, None, :, None],
+                self.v8 * self.v_descale[:, None, :, None])
+
+
+class Prepass:
+    """K and V mean-smoothed per (batch, kv head, channel), Q per token, E4M3."""
+
+    def __init__(self, q, k, v):
+        self.k_mean, self.v_mean = k.mean(axis=1), v.mean(axis=1)   # (b, h_kv, d)
+        ks, vs = k - self.k_mean[:, None], v - self.v_mean[:, None]
+        self.qs = np.where(np.abs(q).max(-1, keepdims=True) > 0, np.abs(q).max(-1, keepdims=True) / E4M3_MAX, 1)
+        self.deq = (e4m3(q / self.qs) * self.qs, Quantized(q, ks, vs).dequantized()[1],
+                    Quantized(q, ks, vs).dequantized()[2])
+        self.scale = 1 / math.sqrt(q.shape[3])
+
+    def dequantized(self):
+        return (*self.deq, self.scale, self.v_mean)
+
+    def run(self, causal, mode):
+        o, lse = exact_attention(*self.deq, causal, p_round=P_ROUND[mode])
+        return bf16(add_o_bias(o, self.v_mean)), lse
+
+
+def exact_attention(q, k, v, causal, softmax_scale=None, p_round=None):
+    b, sq, h, d = q.shape
+    sk, h_kv = k.shape[1], k.shape[2]
+    g = h // h_kv
+    scale = 1 / math.sqrt(d) if softmax_scale is None else softmax_scale
+    kk = np.repeat(k, g, axis=2).astype(np.float64)
+    vv = np.repeat(v, g, axis=2).astype(np.float64)
+    qh = q.astype(np.float64).transpose(0, 2, 1, 3)                  # (b, h, sq, d)
+    s = (qh @ kk.transpose(0, 2, 3, 1)) * scale                        # (b, h, sq, sk)
+    if causal:
+        mask = np.arange(sk)[None, :] > np.arange(sq)[:, None] + (sk - sq)
+        s = np.where(mask, -np.inf, s)
+    m = s.max(-1, keepdims=True)
+    vis = np.isfinite(m)
+    p = np.exp(s - np.where(vis, m, 0))
+    l = p.sum(-1, keepdims=True)
+    if p_round is not None:
+        p = p_round(p)
+    o = (p @ vv.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3) / np.where(vis, l, 1).transpose(0, 2, 1, 3)
+    lse = np.where(vis, m + np.log(np.where(vis, l, 1)), -np.inf)[..., 0]
+    return np.where(vis.transpose(0, 2, 1, 3), o, 0), lse
+
+
+P_ROUND = {"fp8attn": e4m3, "fp8attn_p_hilo": lambda p: e4m3(p) + e4m3(p - e4m3(p)),
+           "fp8attn_p_fp16": lambda p: p.astype(np.float16).astype(np.float64), "fa3_fp8": e4m3}
+
+
+def error_metrics(out, ref):
+    o = np.asarray(out, dtype=np.float64)
+    if not np.isfinite(o).all():
+        return {"rmse": None, "max_abs": None, "rel_rmse": None}
+    diff = o - ref
+    rmse = float(np.sqrt(np.mean(diff ** 2)))
+    rms = float(np.sqrt(np.mean(np.asarray(ref, dtype=np.float64) ** 2)))
+    return {"rmse": rmse, "max_abs": float(np.abs(diff).max()), "rel_rmse": rmse / rms if rms else None}
+
+
+def lse_max_abs(lse, ref):
+    fin = np.isfinite(ref)
+    return float(np.abs(lse[fin] - ref[fin]).max()) if fin.any() else 0.0
+
+
+def round_bf16(x):
+    return bf16(x)
+
+
+def add_o_bias(o, o_bias):
+    return o + np.repeat(o_bias, o.shape[2] // o_bias.shape[1], axis=1)[:, None]
+
+
+def synthetic(kind, b, s, h, h_kv, d, seed, sk=None):
+    rng = np.random.default_rng(seed)
+
+    def one(n, heads):
+        x = rng.standard_normal((b, n, heads, d))
+        if kind == "outlier":
+            x += rng.standard_normal(x.shape) * 10 * (rng.random(x.shape) < 1e-3)
+        return bf16(x)
+    return one(s, h), one(sk or s, h_kv), one(sk or s, h_kv)
+
+
+def make_inputs(shape, seed):
+    q, k, v = synthetic("gaussian", shape.b, shape.sq, shape.h, shape.h_kv, shape.d, seed, shape.sk)
+    return {"bf16": (q, k, v), "quantized": Quantized(q, k, v)}
+
+
+def speed_runners(names, shape, sets, fa3, notes):
+    """The same contract as methods.speed_runners; 'fa3_*' give fa3's reason when it is one."""
+    out = {}
+    for name in names:
+        if name.startswith("fa3") and isinstance(fa3, str):
+            out[name] = fa3
+            continue
+        if name.startswith("sdpa") and shape.causal and shape.sq != shape.sk:
+            out[name] = "ValueError: SDPA's is_causal is top-left aligned; FA3 and fp8attn are bottom-right"
+            continue
+        inp = sets[0]
+        if name in P_ROUND:
+            args = inp["quantized"].dequantized()
+        elif name == "fp8attn_end_to_end":
+            args = Prepass(*inp["bf16"]).deq
+        else:
+            args = inp["bf16"]
+        out[name] = (lambda a=args, r=P_ROUND.get(name): exact_attention(*a, shape.causal, p_round=r))
+    return out
+
+
+def qkv_gemm(shape):
+    x = np.ones((shape.b * shape.sq, shape.h * shape.d), dtype=np.float32)
+    w = np.ones((shape.h * shape.d, (shape.h + 2 * shape.h_kv) * shape.d), dtype=np.float32)
+    return lambda: x @ w
+
+
+def accuracy_methods(fa3):
+    def fp8(mode):
+        return ("fp8", lambda qz, c: _rounded(exact_attention(*qz.dequantized(), c, p_round=P_ROUND[mode])))
+
+    def bf16_method(qz_free=None):
+        return ("bf16", lambda q, k, v, c: bf16(exact_attention(q, k, v, c)[0]))
+    m = {mode: fp8(mode) for mode in ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16")}
+    m["fa3_fp8"] = fp8("fa3_fp8")
+    m["fa3_bf16"] = bf16_method()
+    if isinstance(fa3, str):
+        def fail(*_):
+            raise RuntimeError(fa3)
+        m["fa3_fp8"], m["fa3_bf16"] = ("fp8", fail), ("bf16", fail)
+    m["sdpa_cudnn_bf16"] = bf16_method()
+    for mode in ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16"):
+        m[f"{mode}@prepass"] = ("prepass", lambda pp, c, mode=mode: pp.run(c, mode))
+    m["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c: Prepass(q, k, v).run(c, "fp8attn")[0])
+    return m
+
+
+def _rounded(o_lse):
+    return bf16(o_lse[0]), o_lse[1]
