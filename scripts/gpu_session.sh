@@ -90,6 +90,15 @@ timeout -k 10 "$(allowance 90)" python3 bench/check_binding.py --lib "$CARRY/lib
 python3 bench/gtest_summary.py "$SUMMARY" script check_binding "$LOGS/check_binding.log" "${PIPESTATUS[0]}"
 
 stage "harness (speed, accuracy, results files)"
+# FlashAttention-3 (PyPI fa3-fwd==0.0.3), carried as a wheel in .whl/ (the harness records FA3 as
+# failed, never drops it, when the import fails).
+if compgen -G ".whl/fa3_fwd-*.whl" >/dev/null; then
+  python3 -c "import fa3_fwd_interface" 2>/dev/null ||
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/fa3_fwd-*.whl
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+else
+  echo "no .whl/fa3_fwd-*.whl carried: FA3 will be recorded as not importable"
+fi
 harness_limit=$((BUDGET_S + 100 - SECONDS))
 ((harness_limit < 120)) && harness_limit=120
 timeout -k 10 "$harness_limit" python3 bench/harness.py --lib "$CARRY/libfp8attn.so" --out "$OUT" \
