@@ -6,12 +6,26 @@ first, exp2 with a row-max offset of 5 and a max that moves only past a slack of
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import torch
 
 LOG2E = 1.4426950408889634
-P_OFFSET_LOG2 = 5.0       # FP8ATTN_P_OFFSET_LOG2
-RESCALE_SLACK_LOG2 = 3.0  # FP8ATTN_RESCALE_SLACK_LOG2
+
+
+def _header_constant(name: str) -> float:
+    """A #define of include/fp8attn/fp8attn.h, read from the header itself (the dry run needs no
+    built library; with one, fp8attn.load().constant(name) gives the same value)."""
+    header = Path(__file__).resolve().parents[1] / "include" / "fp8attn" / "fp8attn.h"
+    m = re.search(rf"^#define {name} ([0-9.]+)f?$", header.read_text(), re.M)
+    if not m:
+        raise RuntimeError(f"{name} not found in {header}")
+    return float(m.group(1))
+
+
+P_OFFSET_LOG2 = _header_constant("FP8ATTN_P_OFFSET_LOG2")
+RESCALE_SLACK_LOG2 = _header_constant("FP8ATTN_RESCALE_SLACK_LOG2")
 
 
 def _e4m3(x: torch.Tensor) -> torch.Tensor:

@@ -1,37 +1,38 @@
-"""The methods the harness times and measures: fp8attn through its C ABI (one per P precision)
-and PyTorch SDPA in BF16 on its cuDNN and flash backends, all on the same data."""
+"""The methods the harness times and measures: fp8attn through its public Python API (the
+kernel alone on the harness's quantized inputs, one method per P precision) and PyTorch SDPA in
+BF16 on its cuDNN and flash backends, all on the same data."""
 from __future__ import annotations
-
-import ctypes
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from fp8attn import _abi, ops
+import fp8attn
+from fp8attn.ops import prepare_attention_fwd
 
-FP8_METHODS = {"fp8attn": _abi.P_E4M3, "fp8attn_p_hilo": _abi.P_E4M3_HILO,
-               "fp8attn_p_fp16": _abi.P_FP16}
+# method -> the library's fp8attn_p_precision name (its value is read from the library)
+FP8_METHODS = {"fp8attn": "FP8ATTN_P_E4M3", "fp8attn_p_hilo": "FP8ATTN_P_E4M3_HILO",
+               "fp8attn_p_fp16": "FP8ATTN_P_FP16"}
 SDPA_METHODS = {"sdpa_cudnn_bf16": SDPBackend.CUDNN_ATTENTION,
                 "sdpa_flash_bf16": SDPBackend.FLASH_ATTENTION}
 
 
-def fp8attn_speed_factory(lib, p_precision: int):
+def fp8attn_speed_factory(lib, p_precision: str):
+    """lib: fp8attn.load(path) (loaded by the caller; the calls use the process's library)."""
+    del lib
+
     def factory(shape, inputs):
         qz = inputs["quantized"]
         out = torch.empty((shape.b, shape.sq, shape.h, shape.d), dtype=torch.bfloat16, device="cuda")
         lse = torch.empty((shape.b, shape.h, shape.sq), dtype=torch.float32, device="cuda")
-        params, keepalive = ops._make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale,
-                                             qz.k_descale, qz.v_descale, None, None, None,
-                                             shape.causal, p_precision, None)
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        _abi.call(params, stream.value, lib)  # raises with the library's message if refused
-        launch, ref = lib.fp8attn_attention_fwd, ctypes.byref(params)
+        launch = prepare_attention_fwd(qz.q8, qz.k8, qz.vt8, out, lse, q_descale=qz.q_descale,
+                                       k_descale=qz.k_descale, v_descale=qz.v_descale,
+                                       causal=shape.causal,
+                                       p_precision=fp8attn.load().constant(p_precision))
+        launch()  # raises with the library's message if refused
 
         def run():
-            if launch(ref, stream) != _abi.SUCCESS:
-                raise _abi.Fp8AttnError(_abi.ERROR_CUDA, _abi.last_error(lib))
-            return keepalive, out, lse, inputs  # holds everything the launch points at
+            return launch(), inputs  # holds everything the launch points at
         return run
     return factory
 
@@ -81,9 +82,9 @@ def accuracy_methods(lib, notes: list) -> dict:
     """name -> (kind, fn) as bench.accuracy.run_dataset takes them."""
     def fp8(p):
         def run(qz, causal):
-            return ops.attention_fwd(qz.q8, qz.k8, qz.vt8, q_descale=qz.q_descale,
-                                     k_descale=qz.k_descale, v_descale=qz.v_descale,
-                                     causal=causal, p_precision=p, lib=lib)
+            return fp8attn.attention_fwd(qz.q8, qz.k8, qz.vt8, q_descale=qz.q_descale,
+                                         k_descale=qz.k_descale, v_descale=qz.v_descale,
+                                         causal=causal, p_precision=fp8attn.load().constant(p))
         return ("fp8", run)
 
     def sdpa(backend, name):

@@ -20,7 +20,7 @@ except ImportError as e:  # pragma: no cover - exercised by tests/python/test_no
         "`pip install torch`, then `pip install fp8attn` (or `pip install .` in the repository). "
         f"The import failed with: {e}") from None
 
-from ._lib import Fp8AttnError, load  # noqa: E402,F401
+from .capi import Fp8AttnError, load  # noqa: E402,F401
 from .api import (KvCache, attention, attention_fp8, attention_fwd, attention_fwd_op,  # noqa: E402,F401
                   quantize_kv)
 from .quantize import make_vt, quantize_per_head, unpermute_vt, vt_key_index  # noqa: E402,F401

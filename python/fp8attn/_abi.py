@@ -1,9 +1,9 @@
 """Names of the former binding module, kept for callers written against it (bench/harness.py):
 load(path) -> the library, Fp8AttnError, the status and P-precision values (read from the
-library), vt_key_at. New code uses fp8attn._lib (the binding) and the public API."""
+library), vt_key_at. New code uses fp8attn.capi (the binding) and the public API."""
 from __future__ import annotations
 
-from ._lib import FwdParams, Fp8AttnError, load  # noqa: F401
+from .capi import FwdParams, Fp8AttnError, load  # noqa: F401
 
 _FROM_LIBRARY = {
     "SUCCESS": "FP8ATTN_SUCCESS", "ERROR_INVALID_ARGUMENT": "FP8ATTN_ERROR_INVALID_ARGUMENT",

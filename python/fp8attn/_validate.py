@@ -13,14 +13,24 @@ from typing import Optional
 
 import torch
 
-from . import _lib
+from . import capi
 
-HEAD_DIM = 128  # checked against the library's FP8ATTN_HEAD_DIM in tests/python/test_abi.py
 BF16_INPUTS = (torch.bfloat16, torch.float16)
 E4M3 = torch.float8_e4m3fn
 
 # mode -> the library's fp8attn_p_precision enum name.
 MODES = {"e4m3": "FP8ATTN_P_E4M3", "e4m3_hilo": "FP8ATTN_P_E4M3_HILO", "fp16": "FP8ATTN_P_FP16"}
+
+
+@torch.compiler.assume_constant_result
+def const(name: str) -> int:
+    """A constant of the library (torch.compile folds it into the graph)."""
+    return capi.load().constant(name)
+
+
+def head_dim() -> int:
+    """The one head dim the library takes (FP8ATTN_HEAD_DIM)."""
+    return const("FP8ATTN_HEAD_DIM")
 
 
 def p_precision(mode) -> int:
@@ -29,7 +39,7 @@ def p_precision(mode) -> int:
         raise TypeError(f"mode must be one of {sorted(MODES)}, got {type(mode).__name__}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
-    return _lib.load().constant(MODES[mode])
+    return const(MODES[mode])
 
 
 def _is_fake(t: torch.Tensor) -> bool:
@@ -38,11 +48,11 @@ def _is_fake(t: torch.Tensor) -> bool:
 
 def require_cuda(*tensors: torch.Tensor) -> None:
     """Raises the library's UNSUPPORTED_DEVICE when there is no CUDA device at all."""
-    if any(_is_fake(t) for t in tensors):
+    if torch.compiler.is_compiling() or any(_is_fake(t) for t in tensors):
         return
     if not torch.cuda.is_available():
-        lib = _lib.load()
-        raise _lib.Fp8AttnError(lib.constant("FP8ATTN_ERROR_UNSUPPORTED_DEVICE"),
+        lib = capi.load()
+        raise capi.Fp8AttnError(lib.constant("FP8ATTN_ERROR_UNSUPPORTED_DEVICE"),
                                 "fp8attn: no CUDA device (fp8attn runs on an sm_90 Hopper GPU)")
 
 
@@ -75,9 +85,10 @@ def qkv_shapes(q, k, v, names=("q", "k", "v")) -> tuple[int, int, int, int, int]
     """(b, sq, sk, h, h_kv) of q (b, sq, h, 128), k and v (b, sk, h_kv, 128)."""
     qn, kn, vn = names
     b, sq, h, d = q.shape
+    hd = head_dim()
     for n, t in ((qn, q), (kn, k), (vn, v)):
-        if t.shape[-1] != HEAD_DIM:
-            raise ValueError(f"{n}: head dim must be {HEAD_DIM}, got shape {tuple(t.shape)}")
+        if t.shape[-1] != hd:
+            raise ValueError(f"{n}: head dim must be {hd}, got shape {tuple(t.shape)}")
         if t.stride(-1) != 1:
             raise ValueError(f"{n}: the last dim must be contiguous (stride 1), got strides "
                              f"{tuple(t.stride())}")
@@ -92,9 +103,9 @@ def qkv_shapes(q, k, v, names=("q", "k", "v")) -> tuple[int, int, int, int, int]
     return b, sq, sk, h, h_kv
 
 
-def softmax_scale(scale, d: int = HEAD_DIM) -> float:
+def softmax_scale(scale, d: int | None = None) -> float:
     if scale is None:
-        return 1.0 / math.sqrt(d)
+        return 1.0 / math.sqrt(d or head_dim())
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise TypeError(f"softmax_scale must be a float or None, got {type(scale).__name__}")
     if not (math.isfinite(scale) and scale > 0):
@@ -117,8 +128,9 @@ def outputs(out, lse, b: int, sq: int, h: int, device) -> None:
     """out: BF16 (b, sq, h, 128), last dim contiguous; lse: float32 (b, h, sq) contiguous."""
     if out is not None:
         tensor(out, "out", (torch.bfloat16,))
-        if tuple(out.shape) != (b, sq, h, HEAD_DIM):
-            raise ValueError(f"out must have shape {(b, sq, h, HEAD_DIM)}, got {tuple(out.shape)}")
+        want = (b, sq, h, head_dim())
+        if tuple(out.shape) != want:
+            raise ValueError(f"out must have shape {want}, got {tuple(out.shape)}")
         if out.stride(-1) != 1:
             raise ValueError("out: the last dim must be contiguous (stride 1)")
         if out.device != device:

@@ -71,8 +71,8 @@ def _check_cache(cache: KvCache, q: torch.Tensor, device) -> None:
     if q.shape[2] % h_kv:
         raise ValueError(f"q's heads ({q.shape[2]}) must be a multiple of the cache's heads_kv "
                          f"({h_kv}) (GQA)")
-    if q.shape[-1] != _validate.HEAD_DIM or q.stride(-1) != 1:
-        raise ValueError(f"q: head dim must be {_validate.HEAD_DIM} with a contiguous last dim, "
+    if q.shape[-1] != _validate.head_dim() or q.stride(-1) != 1:
+        raise ValueError(f"q: head dim must be {_validate.head_dim()} with a contiguous last dim, "
                          f"got shape {tuple(q.shape)} strides {tuple(q.stride())}")
 
 

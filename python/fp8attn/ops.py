@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from . import _lib, _validate
+from . import _validate, capi
 from .quantize import make_vt
 
 E4M3 = (torch.float8_e4m3fn,)
@@ -45,11 +45,11 @@ def make_params(q, k, vt, o, lse, q_descale=None, k_descale=None, v_descale=None
                 o_bias=None, softmax_scale=None, causal=False, p_precision=0, seqlen_k=None):
     """fp8attn_fwd_params for torch tensors. Returns (params, keepalive): keep the second alive
     until the launch is enqueued (the broadcast views the params point into)."""
-    lib = _lib.load()
+    lib = capi.load()
     b, sq, h, d = q.shape
     sk = k.shape[1] if seqlen_k is None else seqlen_k
     h_kv = k.shape[2]
-    p = _lib.FwdParams()
+    p = capi.FwdParams()
     lib.fp8attn_fwd_params_init(ctypes.byref(p), b, sq, sk, h, h_kv, d)
     p.q, (p.q_stride_b, p.q_stride_s, p.q_stride_h) = q.data_ptr(), q.stride()[:3]
     p.k, (p.k_stride_b, p.k_stride_s, p.k_stride_h) = k.data_ptr(), k.stride()[:3]
@@ -75,8 +75,8 @@ def make_params(q, k, vt, o, lse, q_descale=None, k_descale=None, v_descale=None
     return p, (qd, kd, vd, ob)
 
 
-def _launch(params: _lib.FwdParams, device: torch.device) -> None:
-    lib = _lib.load()
+def _launch(params: capi.FwdParams, device: torch.device) -> None:
+    lib = capi.load()
     stream = torch.cuda.current_stream(device).cuda_stream
     lib.check(lib.fp8attn_attention_fwd(ctypes.byref(params), ctypes.c_void_p(stream)), "kernel")
 
@@ -117,6 +117,32 @@ def attention_fwd(q: torch.Tensor, k: torch.Tensor, vt: torch.Tensor, *,
                                          seqlen_k)
         _launch(params, device)
     return out, lse
+
+
+def prepare_attention_fwd(q, k, vt, out, lse, *, q_descale=None, k_descale=None,
+                          v_descale=None, softmax_scale=None, causal=False, p_precision=0):
+    """A zero-argument launcher of the kernel on fixed tensors (validated once, parameters built
+    once), for benchmarks that time the kernel alone: each call launches on the current stream
+    of q's device and raises Fp8AttnError if the library refuses."""
+    _validate.tensor(q, "q", E4M3)
+    _validate.tensor(k, "k", E4M3)
+    _validate.tensor(vt, "vt", E4M3)
+    device = _validate.same_device({"q": q, "k": k, "vt": vt, "out": out, "lse": lse})
+    b, sq, h, _ = q.shape
+    _validate.outputs(out, lse, b, sq, h, device)
+    params, keepalive = make_params(q, k, vt, out, lse, q_descale, k_descale, v_descale, None,
+                                    None, softmax_scale, causal, p_precision)
+    lib, ref = capi.load(), ctypes.byref(params)
+    tensors = (q, k, vt, out, lse, keepalive)
+
+    def launch():
+        stream = ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
+        with torch.cuda.device(device):
+            lib.check(lib.fp8attn_attention_fwd(ref, stream), "kernel")
+        return tensors  # holds everything the launch points at
+
+    launch.params = params
+    return launch
 
 
 @torch.library.custom_op("fp8attn::attention_fwd", mutates_args=(), device_types="cuda")

@@ -15,33 +15,47 @@ import ctypes
 
 import torch
 
-from . import _lib
+from . import capi
 
-QUANT_FIELDS = tuple(f for f, _ in _lib.QuantOptions._fields_)
+QUANT_FIELDS = tuple(f for f, _ in capi.QuantOptions._fields_)
 _U64 = 1 << 64
 
 
-def quant_list(overrides: dict | None = None) -> list[int]:
-    """The library's default options (fp8attn_quant_options_init) with `overrides`, as a list of
-    ints (the seed, a uint64, as the int64 of the same bits: op schemas have no unsigned ints)."""
-    o = _lib.load().quant_options(**(overrides or {}))
+@torch.compiler.assume_constant_result
+def default_quant() -> tuple[int, ...]:
+    """The library's default options (fp8attn_quant_options_init) in QUANT_FIELDS order (the
+    seed, a uint64, as the int64 of the same bits: op schemas have no unsigned ints)."""
+    o = capi.load().quant_options()
     vals = [int(getattr(o, f)) for f in QUANT_FIELDS]
     vals[-1] = vals[-1] - _U64 if vals[-1] >= 1 << 63 else vals[-1]
+    return tuple(vals)
+
+
+def quant_list(overrides: dict | None = None) -> list[int]:
+    """default_quant() with `overrides` (field -> int) applied, as the ops take it."""
+    vals = list(default_quant())
+    for f, val in (overrides or {}).items():
+        if f not in QUANT_FIELDS:
+            raise TypeError(f"unknown quantization option {f!r} (options: {', '.join(QUANT_FIELDS)})")
+        if not isinstance(val, int):  # bool is an int: smooth_k=False works
+            raise TypeError(f"quantization option {f} must be an int, got {type(val).__name__}")
+        val = int(val)
+        vals[QUANT_FIELDS.index(f)] = val - _U64 if f == "hadamard_seed" and val >= 1 << 63 else val
     return vals
 
 
-def _options(quant: list[int]) -> _lib.QuantOptions:
+def _options(quant: list[int]) -> capi.QuantOptions:
     if len(quant) != len(QUANT_FIELDS):
         raise ValueError(f"quant must hold {len(QUANT_FIELDS)} ints ({', '.join(QUANT_FIELDS)})")
     vals = list(quant)
     vals[-1] %= _U64
-    return _lib.QuantOptions(*vals)
+    return capi.QuantOptions(*vals)
 
 
-def _bf16(t: torch.Tensor) -> _lib.Bf16Tensor:
+def _bf16(t: torch.Tensor) -> capi.Bf16Tensor:
     b, s, h, d = t.shape
     sb, ss, sh, _ = t.stride()
-    return _lib.Bf16Tensor(t.data_ptr(), b, s, h, d, sb, ss, sh)
+    return capi.Bf16Tensor(t.data_ptr(), b, s, h, d, sb, ss, sh)
 
 
 def _stream(device: torch.device) -> ctypes.c_void_p:
@@ -49,7 +63,7 @@ def _stream(device: torch.device) -> ctypes.c_void_p:
 
 
 def _buffer(nbytes: int, device, what: str) -> torch.Tensor:
-    lib = _lib.load()
+    lib = capi.load()
     if nbytes == 0:  # the library's size functions answer 0 for a shape they refuse
         raise ValueError(f"fp8attn: no {what} for this shape (batch, seqlens and heads must be "
                          "> 0, head dim 128)")
@@ -60,8 +74,8 @@ def _buffer(nbytes: int, device, what: str) -> torch.Tensor:
     return t
 
 
-def _kernel(params: _lib.FwdParams, causal: bool, p_precision: int, stream) -> None:
-    lib = _lib.load()
+def _kernel(params: capi.FwdParams, causal: bool, p_precision: int, stream) -> None:
+    lib = capi.load()
     params.causal = int(causal)
     params.p_precision = int(p_precision)
     lib.check(lib.fp8attn_attention_fwd(ctypes.byref(params), stream), "kernel")
@@ -85,7 +99,7 @@ def _fake_outputs(q: torch.Tensor):
 def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[int],
                  softmax_scale: float, causal: bool,
                  p_precision: int) -> tuple[torch.Tensor, torch.Tensor]:
-    lib = _lib.load()
+    lib = capi.load()
     out, lse = _outputs(q)
     b, sq, h, d = q.shape
     sk, h_kv = k.shape[1], k.shape[2]
@@ -101,7 +115,7 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[
         # (each size a multiple of the alignment).
         ws = _buffer(cache_bytes + q_bytes + scratch, q.device, "workspace")
         base = ws.data_ptr()
-        cache, qq, params = _lib.KvCache(), _lib.QQuant(), _lib.FwdParams()
+        cache, qq, params = capi.KvCache(), capi.QQuant(), capi.FwdParams()
         lib.check(lib.fp8attn_kv_cache_init(ctypes.byref(cache), base, cache_bytes, b, sk, h_kv,
                                             d, 0), "quant")
         lib.check(lib.fp8attn_q_quant_init(ctypes.byref(qq), base + cache_bytes, q_bytes, b, sq,
@@ -128,16 +142,16 @@ def _attention_fake(q, k, v, quant, softmax_scale, causal, p_precision):
 
 def cache_shapes(b, sk, h_kv, d: int = 128) -> dict[str, tuple]:
     """Shapes of the cache's tensors (fp8attn_kv_cache in quant.h); sk may be symbolic."""
-    lib = _lib.load()
+    lib = capi.load()
     pad, blk = lib.constant("FP8ATTN_VT_PAD"), lib.constant("FP8ATTN_K_SCALE_BLOCK")
     return {"k": (b, sk, h_kv, d), "vt": (b, h_kv, d, (sk + pad - 1) // pad * pad),
             "k_descale": (b, h_kv, (sk + blk - 1) // blk), "v_descale": (b, h_kv, d),
             "k_mean": (b, h_kv, d), "v_mean": (b, h_kv, d)}
 
 
-def _cache_struct(k8, vt8, k_descale, v_descale, k_mean, v_mean, quant) -> _lib.KvCache:
+def _cache_struct(k8, vt8, k_descale, v_descale, k_mean, v_mean, quant) -> capi.KvCache:
     b, sk, h_kv, d = k8.shape
-    c = _lib.KvCache()
+    c = capi.KvCache()
     c.batch, c.seqlen_k, c.heads_kv, c.head_dim, c.vt_seqlen_pad = b, sk, h_kv, d, vt8.shape[3]
     c.k, c.vt = k8.data_ptr(), vt8.data_ptr()
     c.k_descale, c.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
@@ -149,7 +163,7 @@ def _cache_struct(k8, vt8, k_descale, v_descale, k_mean, v_mean, quant) -> _lib.
 @torch.library.custom_op("fp8attn::quantize_kv", mutates_args=(), device_types="cuda")
 def quantize_kv_op(k: torch.Tensor, v: torch.Tensor, quant: list[int]) -> tuple[
         torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    lib = _lib.load()
+    lib = capi.load()
     b, sk, h_kv, d = k.shape
     shapes = cache_shapes(b, sk, h_kv, d)
     e4m3, f32 = torch.float8_e4m3fn, torch.float32
@@ -180,7 +194,7 @@ def attention_kvcache_op(q: torch.Tensor, k8: torch.Tensor, vt8: torch.Tensor,
                          k_descale: torch.Tensor, v_descale: torch.Tensor, k_mean: torch.Tensor,
                          v_mean: torch.Tensor, quant: list[int], softmax_scale: float,
                          causal: bool, p_precision: int) -> tuple[torch.Tensor, torch.Tensor]:
-    lib = _lib.load()
+    lib = capi.load()
     out, lse = _outputs(q)
     b, sq, h, d = q.shape
     if b == 0 or sq == 0:
@@ -189,7 +203,7 @@ def attention_kvcache_op(q: torch.Tensor, k8: torch.Tensor, vt8: torch.Tensor,
         cache = _cache_struct(k8, vt8, k_descale, v_descale, k_mean, v_mean, quant)
         q_bytes = lib.fp8attn_q_quant_bytes(b, sq, h, d)
         buf = _buffer(q_bytes, q.device, "quantized Q")
-        qq, params = _lib.QQuant(), _lib.FwdParams()
+        qq, params = capi.QQuant(), capi.FwdParams()
         lib.check(lib.fp8attn_q_quant_init(ctypes.byref(qq), buf.data_ptr(), q_bytes, b, sq, h,
                                            d), "quant")
         stream, tq = _stream(q.device), _bf16(q)

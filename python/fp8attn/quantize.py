@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _lib
+from . import capi
 
 E4M3_MAX = float(torch.finfo(torch.float8_e4m3fn).max)  # 448
 
@@ -31,7 +31,7 @@ def vt_key_index(sk_pad: int, device=None) -> torch.Tensor:
 
 
 def _make_key_index(sk_pad: int, device) -> torch.Tensor:
-    lib = _lib.load()
+    lib = capi.load()
     group = lib.constant("FP8ATTN_VT_KEY_GROUP")
     if sk_pad % group:
         raise ValueError(f"sk_pad ({sk_pad}) must be a multiple of {group}")
@@ -44,7 +44,7 @@ def make_vt(v8: torch.Tensor, pad: int | None = None) -> torch.Tensor:
     """V (b, sk, h_kv, d) E4M3 -> V^T (b, h_kv, d, sk_pad) E4M3, zero padded, keys permuted.
     sk_pad: sk rounded up to `pad` (default: the library's FP8ATTN_VT_PAD)."""
     b, sk, h_kv, d = v8.shape
-    pad = _lib.load().constant("FP8ATTN_VT_PAD") if pad is None else pad
+    pad = capi.load().constant("FP8ATTN_VT_PAD") if pad is None else pad
     sk_pad = (sk + pad - 1) // pad * pad
     # Byte view: indexing and zero-fill are not implemented for float8 everywhere.
     vt = torch.zeros((b, h_kv, d, sk_pad), dtype=torch.uint8, device=v8.device)

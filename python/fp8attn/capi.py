@@ -212,7 +212,7 @@ def check_layout(constants: dict[str, float]) -> None:
             if mine.get(f) != theirs.get(f):
                 bad.append(f"{cname}.{f}: library offset {theirs.get(f)}, python {mine.get(f)}")
     if bad:
-        raise RuntimeError("fp8attn: python/fp8attn/_lib.py does not match the library's "
+        raise RuntimeError("fp8attn: python/fp8attn/capi.py does not match the library's "
                            "structs:\n  " + "\n  ".join(bad))
 
 
@@ -256,6 +256,8 @@ def load(path: str | os.PathLike | None = None) -> Library:
     """The library, loaded once and checked. A `path` (or $FP8ATTN_LIB) given on the first call
     picks which file; a later call with a different path is an error (one library a process)."""
     global _loaded
+    if _loaded is not None and path is None:  # the fast path, lock-free (torch.compile traces it)
+        return _loaded
     with _lock:
         if _loaded is None:
             _loaded = Library(library_path(path))
