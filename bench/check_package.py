@@ -58,7 +58,7 @@ def check_import(repo: Path) -> str:
 
 
 def quickstart_code(readme: Path) -> str:
-    m = re.search(r"<!-- QUICKSTART:BEGIN -->.*?```python\n(.*?)```.*?<!-- QUICKSTART:END -->",
+    m = re.search(r"<!-- QUICKSTART:BEGIN[^>]*-->\s*```python\n(.*?)```\s*<!-- QUICKSTART:END -->",
                   readme.read_text(), re.S)
     if not m:
         raise AssertionError(f"no QUICKSTART python block in {readme}")

@@ -189,7 +189,7 @@ def check_fp8_args(q, k, v, q_descale, k_descale, v_descale):
 
 def _fp8_impl(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal, p_precision):
     b, sq, h, d = q.shape
-    sk, h_kv = k.shape[1], k.shape[2]
+    h_kv = k.shape[2]
     device = q.device
     out = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device=device)
     lse = torch.empty((b, h, sq), dtype=torch.float32, device=device)

@@ -2,8 +2,6 @@
 custom op, on an sm_90 GPU."""
 from __future__ import annotations
 
-import pytest
-
 from gpu_common import has_sm90, needs_sm90, randn_qkv
 
 pytestmark = needs_sm90
