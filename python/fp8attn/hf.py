@@ -34,9 +34,9 @@ def make_attention_forward(mode: str = "e4m3", quant: Optional[dict] = None):
                 "only causal or full attention over unpadded sequences")
         if dropout:
             raise NotImplementedError("fp8attn: dropout is not supported (inference only)")
-        if kwargs.get("sliding_window") is not None or kwargs.get("softcap") is not None:
-            raise NotImplementedError("fp8attn: sliding windows and logit soft-capping are not "
-                                      "supported")
+        for unsupported in ("sliding_window", "softcap", "position_bias"):
+            if kwargs.get(unsupported) is not None:
+                raise NotImplementedError(f"fp8attn: {unsupported} is not supported")
         is_causal = kwargs.get("is_causal")
         if is_causal is None:
             is_causal = getattr(module, "is_causal", True)
