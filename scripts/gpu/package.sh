@@ -14,6 +14,6 @@ site=$(mktemp -d /tmp/fp8attn-site.XXXXXX)
 python3 -m pip install -q --no-index --no-deps --target "$site" "$wheel" || exit 2
 unset FP8ATTN_LIB
 cd /tmp
-PYTHONPATH="$site" timeout -k 10 "${PACKAGE_TIMEOUT_S:-270}" python3 "$ROOT/bench/check_package.py" \
+PYTHONPATH="$site" timeout -k 10 "${PACKAGE_TIMEOUT_S:-255}" python3 "$ROOT/bench/check_package.py" \
   --repo "$ROOT" --commit "$commit" --out "$OUT/package.json" 2>&1 | tee "$OUT/package.log"
 exit "${PIPESTATUS[0]}"
