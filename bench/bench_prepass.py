@@ -24,7 +24,7 @@ run_prepass_bench(lib_path, torch) -> {"prepass": [...], "speed": [...], "accura
            cuDNN BF16 vs exact FP64 attention, at b=1, s=4096, h=8/2 (see _accuracy_records).
 Speed inputs are BF16 N(0, 1) with a per-channel bias on K (std 4), larger than the 50 MB L2 at the
 benchmark shapes. All calls go through the C ABI (include/fp8attn/quant.h, attention.h) by ctypes
-on torch CUDA tensors.
+on torch CUDA tensors, through the package's binding (fp8attn.capi).
 """
 from __future__ import annotations
 
@@ -36,100 +36,37 @@ import statistics
 import sys
 from pathlib import Path
 
-_i32, _i64, _u64, _vp, _f32 = (ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p,
-                                ctypes.c_float)
-HEAD_DIM = 128
-STATS_GROUP_KEYS = 32 * 16  # FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_GROUP
-K_SCALE_BLOCK = 128
-K_SCALE_HEAD, K_SCALE_BLOCK128 = 0, 1  # fp8attn_k_scale
+try:  # the installed package, else this checkout's python/ (the harness puts it on the path)
+    from fp8attn import capi
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from fp8attn import capi
+
+# The package's binding of the C ABI (python/fp8attn/capi.py: its structs are checked against the
+# library's own table of sizes and offsets); no struct of this file's own.
+QuantOptions, Bf16Tensor, KvCache, QQuant, AttentionArgs, FwdParams = (
+    capi.QuantOptions, capi.Bf16Tensor, capi.KvCache, capi.QQuant, capi.AttentionArgs,
+    capi.FwdParams)
+_vp = ctypes.c_void_p
 VARIANT_ENV = "FP8ATTN_QUANT_VARIANT"
+# The library's constants, read by _bind (fp8attn_constant).
+HEAD_DIM = STATS_GROUP_KEYS = K_SCALE_BLOCK = K_SCALE_HEAD = K_SCALE_BLOCK128 = None
 
 
-class QuantOptions(ctypes.Structure):
-    _fields_ = [("smooth_k", _i32), ("smooth_v", _i32), ("hadamard_qk", _i32), ("q_scale", _i32),
-                ("v_scale", _i32), ("k_scale", _i32), ("hadamard_seed", _u64)]
-
-
-class Bf16Tensor(ctypes.Structure):
-    _fields_ = [("data", _vp), ("batch", _i32), ("seqlen", _i32), ("heads", _i32),
-                ("head_dim", _i32), ("stride_b", _i64), ("stride_s", _i64), ("stride_h", _i64)]
-
-
-class KvCache(ctypes.Structure):
-    _fields_ = [("batch", _i32), ("seqlen_k", _i32), ("heads_kv", _i32), ("head_dim", _i32),
-                ("vt_seqlen_pad", _i32), ("k", _vp), ("vt", _vp), ("k_descale", _vp),
-                ("v_descale", _vp), ("k_mean", _vp), ("v_mean", _vp), ("options", QuantOptions)]
-
-
-class QQuant(ctypes.Structure):
-    _fields_ = [("batch", _i32), ("seqlen_q", _i32), ("heads", _i32), ("head_dim", _i32),
-                ("q", _vp), ("q_descale", _vp), ("lse_bias", _vp), ("softmax_scale", _f32)]
-
-
-class AttentionArgs(ctypes.Structure):
-    _fields_ = [("q", Bf16Tensor), ("k", Bf16Tensor), ("v", Bf16Tensor), ("o", _vp),
-                ("o_stride_b", _i64), ("o_stride_s", _i64), ("o_stride_h", _i64), ("lse", _vp),
-                ("softmax_scale", _f32), ("causal", _i32), ("p_precision", _i32),
-                ("quant", QuantOptions)]
-
-
-def _bind(lib_path: str) -> ctypes.CDLL:
-    lib = ctypes.CDLL(lib_path)
-    P = ctypes.POINTER
-    sigs = {
-        "fp8attn_quant_options_init": (None, [P(QuantOptions)]),
-        "fp8attn_kv_cache_bytes": (ctypes.c_size_t, [_i32] * 5),
-        "fp8attn_kv_cache_init": (ctypes.c_int, [P(KvCache), _vp, ctypes.c_size_t] + [_i32] * 5),
-        "fp8attn_quantize_kv_workspace_bytes": (ctypes.c_size_t, [_i32] * 3),
-        "fp8attn_quantize_kv": (ctypes.c_int, [P(Bf16Tensor), P(Bf16Tensor), P(QuantOptions),
-                                               P(KvCache), _vp, ctypes.c_size_t, _vp]),
-        "fp8attn_q_quant_bytes": (ctypes.c_size_t, [_i32] * 4),
-        "fp8attn_q_quant_init": (ctypes.c_int, [P(QQuant), _vp, ctypes.c_size_t] + [_i32] * 4),
-        "fp8attn_quantize_q": (ctypes.c_int, [P(Bf16Tensor), P(KvCache), _i32, _f32, P(QQuant),
-                                              _vp]),
-        "fp8attn_quantize_qkv": (ctypes.c_int, [P(Bf16Tensor), P(Bf16Tensor), P(Bf16Tensor),
-                                                P(QuantOptions), _f32, P(KvCache), P(QQuant), _vp,
-                                                ctypes.c_size_t, _vp]),
-        "fp8attn_quant_last_error": (ctypes.c_char_p, []),
-        "fp8attn_quant_variant": (ctypes.c_char_p, []),
-        "fp8attn_workspace_create": (_vp, []),
-        "fp8attn_workspace_destroy": (None, [_vp]),
-        "fp8attn_workspace_reserve": (ctypes.c_int, [_vp, ctypes.c_size_t]),
-        "fp8attn_attention_workspace_bytes": (ctypes.c_size_t, [_i32] * 6),
-        "fp8attn_attention_args_init": (None, [P(AttentionArgs)]),
-        "fp8attn_attention": (ctypes.c_int, [P(AttentionArgs), _vp, _vp]),
-        "fp8attn_fwd_params_from_quant": (ctypes.c_int, [_vp, P(QQuant), P(KvCache), _vp, _vp]),
-        "fp8attn_attention_fwd": (ctypes.c_int, [_vp, _vp]),
-        "fp8attn_last_error": (ctypes.c_char_p, []),
-    }
-    for name, (res, args) in sigs.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    _check_layout(lib)
+def _bind(lib_path: str):
+    global HEAD_DIM, STATS_GROUP_KEYS, K_SCALE_BLOCK, K_SCALE_HEAD, K_SCALE_BLOCK128
+    lib = capi.load(lib_path)
+    c = lib.constant
+    HEAD_DIM = c("FP8ATTN_HEAD_DIM")
+    STATS_GROUP_KEYS = c("FP8ATTN_QUANT_STATS_CHUNK") * c("FP8ATTN_QUANT_STATS_GROUP")
+    K_SCALE_BLOCK = c("FP8ATTN_K_SCALE_BLOCK")
+    K_SCALE_HEAD, K_SCALE_BLOCK128 = c("FP8ATTN_K_SCALE_HEAD"), c("FP8ATTN_K_SCALE_BLOCK128")
     return lib
-
-
-def _check_layout(lib) -> None:
-    """The library fills the structs; a field this file has at the wrong offset reads wrong."""
-    a = AttentionArgs()
-    ctypes.memset(ctypes.byref(a), 0x5A, ctypes.sizeof(a))
-    lib.fp8attn_attention_args_init(ctypes.byref(a))
-    o = QuantOptions()
-    lib.fp8attn_quant_options_init(ctypes.byref(o))
-    # The defaults (smooth K and V, Hadamard on, Q per token, V per channel, K per head) read
-    # through both structs; k_scale sits in what was padding, so an old library leaves 0x5A there.
-    got = (a.quant.smooth_k, a.quant.smooth_v, a.quant.hadamard_qk, a.quant.q_scale,
-           a.quant.v_scale, a.quant.k_scale, a.quant.hadamard_seed, a.causal, a.o)
-    want = (1, 1, 1, 0, 0, K_SCALE_HEAD, o.hadamard_seed, 0, None)
-    mine = (o.smooth_k, o.smooth_v, o.hadamard_qk, o.q_scale, o.v_scale, o.k_scale)
-    if got != want or mine != want[:6] or o.hadamard_seed == 0:
-        raise RuntimeError(f"bench_prepass.py struct layout does not match the library: {got} vs {want}")
 
 
 def _check(lib, status: int, what: str) -> None:
     if status != 0:
-        msg = lib.fp8attn_quant_last_error() or b""
-        raise RuntimeError(f"{what}: status {status}: {msg.decode()}")
+        raise RuntimeError(f"{what}: status {status}: {lib.last_error('quant')}")
 
 
 def _tensor(t, b: int, s: int, h: int) -> Bf16Tensor:
@@ -171,7 +108,10 @@ def _prepass_bytes(b, sq, sk, h, h_kv, opts) -> tuple[int, int]:
 
 
 def _variant(lib) -> str:
-    return lib.fp8attn_quant_variant().decode()
+    try:
+        return lib.fp8attn_quant_variant().decode()
+    except AttributeError:  # a library with one fused-pass variant
+        return "v2"
 
 
 def _prepass_record(torch, lib, b, s, h, h_kv, mode, opts, warmup, runs, seed) -> dict:
@@ -280,14 +220,15 @@ def _speed_records(torch, lib, shape, warmup, runs, seed) -> list[dict]:
         _check(lib, lib.fp8attn_quantize_q(ctypes.byref(args.q), ctypes.byref(cache),
                                            args.quant.q_scale, 1.0 / math.sqrt(d),
                                            ctypes.byref(qq), stream), "quantize_q")
-        params = ctypes.create_string_buffer(1024)  # fp8attn_fwd_params is far smaller
-        _check(lib, lib.fp8attn_fwd_params_from_quant(params, ctypes.byref(qq), ctypes.byref(cache),
-                                                      o.data_ptr(), lse.data_ptr()), "params")
-        _set_causal(params, int(causal))
+        params = FwdParams()
+        _check(lib, lib.fp8attn_fwd_params_from_quant(ctypes.byref(params), ctypes.byref(qq),
+                                                      ctypes.byref(cache), o.data_ptr(),
+                                                      lse.data_ptr()), "params")
+        params.causal = int(causal)
 
         def kernel():
-            if lib.fp8attn_attention_fwd(params, stream) != 0:
-                raise RuntimeError(f"attention_fwd: {lib.fp8attn_last_error().decode()}")
+            if lib.fp8attn_attention_fwd(ctypes.byref(params), stream) != 0:
+                raise RuntimeError(f"attention_fwd: {lib.last_error('kernel')}")
 
         # Alternately, so that both see the same power state: the kernel runs at the H200's power
         # cap, and a block of back-to-back kernels timed after the end-to-end block ran slow
@@ -306,18 +247,6 @@ def _speed_records(torch, lib, shape, warmup, runs, seed) -> list[dict]:
                      "runs": len(times), "prepass_variant": _variant(lib),
                      "prepass_options": _options_dict(args.quant)})
     return recs
-
-
-def _set_causal(params_buf, causal: int) -> None:
-    """fp8attn_fwd_params.causal sits right after softmax_scale; find it through the Python
-    mirror of the struct (python/fp8attn/_abi.py), which checks its own layout."""
-    import importlib.util
-    path = Path(__file__).resolve().parents[1] / "python" / "fp8attn" / "_abi.py"
-    spec = importlib.util.spec_from_file_location("fp8attn_abi_layout", path)
-    abi = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(abi)  # ctypes only: no torch, no library loaded
-    off = abi.FwdParams.causal.offset
-    ctypes.c_int32.from_buffer(params_buf, off).value = causal
 
 
 def _e2e_options(lib, overrides: dict) -> dict:

@@ -1,9 +1,6 @@
 """The harness's one door to fp8attn: every call the bench makes into the library goes through this
-file, so that a change of the binding's API is a change here alone.
-
-Today: the kernel through python/fp8attn (ctypes of include/fp8attn/fp8attn.h), the end-to-end
-call and the pre-pass through bench/bench_prepass.py's ctypes of include/fp8attn/quant.h and
-attention.h.
+file, so that a change of the binding's API is a change here alone. It uses only the package's
+public binding (python/fp8attn: capi for the C ABI, ops.make_params for the kernel's operands).
 
   lib = load(path)
   qz = quantize_per_head(q, k, v)                 # FA3-like per (batch, kv head) E4M3 inputs
@@ -26,22 +23,24 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import bench_prepass as _bp  # noqa: E402
-from fp8attn import _abi, ops  # noqa: E402
+import fp8attn  # noqa: E402
+from fp8attn import capi, ops  # noqa: E402
 from fp8attn.quantize import quantize_per_head, unpermute_vt  # noqa: E402,F401
 
-# Method name -> P precision of the kernel (include/fp8attn/fp8attn.h).
-MODES = {"fp8attn": _abi.P_E4M3, "fp8attn_p_hilo": _abi.P_E4M3_HILO,
-         "fp8attn_p_fp16": _abi.P_FP16}
+# Method name -> the library's P precision enum name (its value is read from the library).
+MODE_NAMES = {"fp8attn": "FP8ATTN_P_E4M3", "fp8attn_p_hilo": "FP8ATTN_P_E4M3_HILO",
+              "fp8attn_p_fp16": "FP8ATTN_P_FP16"}
+MODES = MODE_NAMES  # the method names the harness knows
 
 
 class Lib:
     def __init__(self, path: str):
         self.path = path
-        self.kernel = _abi.load(path)       # raises with the reason if the library is missing
-        self.quant = _bp._bind(path)        # the pre-pass and end-to-end entry points
+        self.c = fp8attn.load(path)  # raises with the reason if the library is missing
+
+    def mode(self, name: str) -> int:
+        return self.c.constant(MODE_NAMES[name])
 
 
 def load(path: str) -> Lib:
@@ -49,11 +48,11 @@ def load(path: str) -> Lib:
 
 
 def _stream():
-    return torch.cuda.current_stream().cuda_stream
+    return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
 
 def _launch(lib: Lib, params) -> None:
-    _abi.call(params, _stream(), lib.kernel)
+    lib.c.check(lib.c.fp8attn_attention_fwd(ctypes.byref(params), _stream()), "kernel")
 
 
 def kernel_runner(lib: Lib, qz, causal: bool, mode: str):
@@ -62,49 +61,55 @@ def kernel_runner(lib: Lib, qz, causal: bool, mode: str):
     b, sq, h, d = qz.q8.shape
     out = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device="cuda")
     lse = torch.empty((b, h, sq), dtype=torch.float32, device="cuda")
-    params, keep = ops._make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale, qz.k_descale,
-                                    qz.v_descale, None, None, None, causal, MODES[mode], None)
+    params, keep = ops.make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale, qz.k_descale,
+                                   qz.v_descale, causal=causal, p_precision=lib.mode(mode))
     _launch(lib, params)  # raises with the library's message if refused
-    fwd, ref, stream = lib.kernel.fp8attn_attention_fwd, ctypes.byref(params), ctypes.c_void_p(_stream())
+    fwd, ref, stream = lib.c.fp8attn_attention_fwd, ctypes.byref(params), _stream()
 
     def run():
-        if fwd(ref, stream) != _abi.SUCCESS:
-            raise _abi.Fp8AttnError(_abi.ERROR_CUDA, _abi.last_error(lib.kernel))
+        status = fwd(ref, stream)
+        if status != 0:
+            lib.c.check(status, "kernel")
     run.keep = (params, keep, out, lse, qz)  # everything the launch points at
     return run
 
 
 def kernel_call(lib: Lib, qz, causal: bool, mode: str):
     return ops.attention_fwd(qz.q8, qz.k8, qz.vt8, q_descale=qz.q_descale, k_descale=qz.k_descale,
-                             v_descale=qz.v_descale, causal=causal, p_precision=MODES[mode],
-                             lib=lib.kernel)
+                             v_descale=qz.v_descale, causal=causal, p_precision=lib.mode(mode))
 
 
-def _bf16(t, b, s, h):
-    return _bp._tensor(t.contiguous(), b, s, h)
+def _bf16(t):
+    b, s, h, d = t.shape
+    sb, ss, sh, _ = t.stride()
+    return capi.Bf16Tensor(t.data_ptr(), b, s, h, d, sb, ss, sh)
 
 
 def end_to_end_runner(lib: Lib, q, k, v, causal: bool):
     """fp8attn_attention (pre-pass with the library's default options + kernel) on BF16 q, k, v;
-    the workspace reserved here, outside any timing."""
+    the workspace reserved here, outside any timing (the C entry, without Python per call)."""
     b, sq, h, d = q.shape
     sk, h_kv = k.shape[1], k.shape[2]
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device="cuda")
     lse = torch.empty((b, h, sq), dtype=torch.float32, device="cuda")
-    L = lib.quant
-    args = _bp.AttentionArgs()
+    L = lib.c
+    args = capi.AttentionArgs()
     L.fp8attn_attention_args_init(ctypes.byref(args))
-    args.q, args.k, args.v = _bf16(q, b, sq, h), _bf16(k, b, sk, h_kv), _bf16(v, b, sk, h_kv)
+    args.q, args.k, args.v = _bf16(q), _bf16(k), _bf16(v)
     args.o, args.lse, args.causal = out.data_ptr(), lse.data_ptr(), int(causal)
+    args.o_stride_b, args.o_stride_s, args.o_stride_h = out.stride()[:3]
     ws = ctypes.c_void_p(L.fp8attn_workspace_create())
     finalizer = weakref.finalize(args, L.fp8attn_workspace_destroy, ws)
-    _bp._check(L, L.fp8attn_workspace_reserve(
-        ws, L.fp8attn_attention_workspace_bytes(b, sq, sk, h, h_kv, d)), "workspace reserve")
-    stream = ctypes.c_void_p(_stream())
+    L.check(L.fp8attn_workspace_reserve(
+        ws, L.fp8attn_attention_workspace_bytes(b, sq, sk, h, h_kv, d)), "quant", "workspace reserve")
+    stream = _stream()
+    fn, ref = L.fp8attn_attention, ctypes.byref(args)
 
     def run():
-        _bp._check(L, L.fp8attn_attention(ctypes.byref(args), ws, stream), "attention")
+        status = fn(ref, ws, stream)
+        if status != 0:
+            L.check(status, "quant", "attention")
     run()
     run.keep = (args, finalizer, q, k, v, out, lse)
     run.out = out, lse
@@ -122,41 +127,42 @@ class Prepass:
     the FP8 inputs the end-to-end call feeds its kernel, for the kernel's own error on them."""
 
     def __init__(self, lib: Lib, q, k, v):
-        L, d = lib.quant, q.shape[3]
+        L, d = lib.c, q.shape[3]
         b, sq, h = q.shape[:3]
         sk, h_kv = k.shape[1], k.shape[2]
         self.lib, self.shape = lib, (b, sq, sk, h, h_kv, d)
         self.q, self.k, self.v = q.contiguous(), k.contiguous(), v.contiguous()
-        opts = _bp.QuantOptions()
-        L.fp8attn_quant_options_init(ctypes.byref(opts))
-        self.options = {f: getattr(opts, f) for f, _ in _bp.QuantOptions._fields_}
+        opts = L.quant_options()
+        self.options = {f: getattr(opts, f) for f, _ in capi.QuantOptions._fields_}
+        align = L.constant("FP8ATTN_BUFFER_ALIGN")
 
         def buf(n):
             t = torch.empty(n, dtype=torch.uint8, device="cuda")
-            assert t.data_ptr() % 256 == 0
+            assert t.data_ptr() % align == 0
             return t
         self.cache_buf = buf(L.fp8attn_kv_cache_bytes(b, sk, h_kv, d, 0))
         self.q_buf = buf(L.fp8attn_q_quant_bytes(b, sq, h, d))
         ws = buf(L.fp8attn_quantize_kv_workspace_bytes(b, sk, h_kv))
-        self.cache, self.qq = _bp.KvCache(), _bp.QQuant()
-        _bp._check(L, L.fp8attn_kv_cache_init(ctypes.byref(self.cache), self.cache_buf.data_ptr(),
-                                              self.cache_buf.numel(), b, sk, h_kv, d, 0), "cache init")
-        _bp._check(L, L.fp8attn_q_quant_init(ctypes.byref(self.qq), self.q_buf.data_ptr(),
-                                             self.q_buf.numel(), b, sq, h, d), "q init")
-        tq, tk, tv = _bf16(self.q, b, sq, h), _bf16(self.k, b, sk, h_kv), _bf16(self.v, b, sk, h_kv)
-        _bp._check(L, L.fp8attn_quantize_qkv(ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv),
-                                             ctypes.byref(opts), 1.0 / math.sqrt(d),
-                                             ctypes.byref(self.cache), ctypes.byref(self.qq),
-                                             ws.data_ptr(), ws.numel(), ctypes.c_void_p(_stream())),
-                   "quantize_qkv")
+        self.cache, self.qq = capi.KvCache(), capi.QQuant()
+        L.check(L.fp8attn_kv_cache_init(ctypes.byref(self.cache), self.cache_buf.data_ptr(),
+                                        self.cache_buf.numel(), b, sk, h_kv, d, 0), "quant", "cache init")
+        L.check(L.fp8attn_q_quant_init(ctypes.byref(self.qq), self.q_buf.data_ptr(),
+                                       self.q_buf.numel(), b, sq, h, d), "quant", "q init")
+        tq, tk, tv = _bf16(self.q), _bf16(self.k), _bf16(self.v)
+        L.check(L.fp8attn_quantize_qkv(ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv),
+                                       ctypes.byref(opts), 1.0 / math.sqrt(d),
+                                       ctypes.byref(self.cache), ctypes.byref(self.qq),
+                                       ws.data_ptr(), ws.numel(), _stream()),
+                "quant", "quantize_qkv")
         torch.cuda.synchronize()
 
     def _params(self, causal: bool, mode: str, out, lse):
-        p = _abi.FwdParams()
-        _bp._check(self.lib.quant, self.lib.quant.fp8attn_fwd_params_from_quant(
-            ctypes.addressof(p), ctypes.byref(self.qq), ctypes.byref(self.cache), out.data_ptr(),
-            lse.data_ptr()), "params from quant")
-        p.causal, p.p_precision = int(causal), MODES[mode]
+        L = self.lib.c
+        p = capi.FwdParams()
+        L.check(L.fp8attn_fwd_params_from_quant(ctypes.byref(p), ctypes.byref(self.qq),
+                                                ctypes.byref(self.cache), out.data_ptr(),
+                                                lse.data_ptr()), "quant", "params from quant")
+        p.causal, p.p_precision = int(causal), self.lib.mode(mode)
         return p
 
     def run(self, causal: bool, mode: str):
@@ -180,7 +186,8 @@ class Prepass:
         b, sq, sk, h, h_kv, d = self.shape
         c, qq, f8 = self.cache, self.qq, torch.float8_e4m3fn
         pad = c.vt_seqlen_pad
-        nblk = -(-sk // _abi.K_SCALE_BLOCK)
+        blk = self.lib.c.constant("FP8ATTN_K_SCALE_BLOCK")
+        nblk = -(-sk // blk)
         q8 = self._view(self.q_buf, qq.q, f8, (b, sq, h, d))
         qd = self._view(self.q_buf, qq.q_descale, torch.float32, (b, h, sq))
         k8 = self._view(self.cache_buf, c.k, f8, (b, sk, h_kv, d))
@@ -188,7 +195,7 @@ class Prepass:
         vt8 = self._view(self.cache_buf, c.vt, f8, (b, h_kv, d, pad))
         vd = self._view(self.cache_buf, c.v_descale, torch.float32, (b, h_kv, d))
         vmean = self._view(self.cache_buf, c.v_mean, torch.float32, (b, h_kv, d))
-        kd_key = kd.repeat_interleave(_abi.K_SCALE_BLOCK, dim=2)[:, :, :sk]  # (b, h_kv, sk)
+        kd_key = kd.repeat_interleave(blk, dim=2)[:, :, :sk]  # (b, h_kv, sk)
         q = q8.to(dtype) * qd.to(dtype).permute(0, 2, 1)[..., None]
         k = k8.to(dtype) * kd_key.to(dtype).permute(0, 2, 1)[..., None]
         v = unpermute_vt(vt8, sk).to(dtype) * vd.to(dtype)[:, None]

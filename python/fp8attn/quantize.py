@@ -1,7 +1,7 @@
 """A small torch quantizer for the kernel's inputs: FA3-like per (batch, kv-head) scales.
 
-This is not the pre-pass (src/quant/, issue 5): it exists so the harness and users can feed the
-kernel without it. Scales are amax/448 per (batch, kv head) for Q (over the query heads of that
+This is not the pre-pass (src/quant/; fp8attn.attention and fp8attn.quantize_kv run it): it exists
+so the harness and users can feed the kernel without it. Scales are amax/448 per (batch, kv head) for Q (over the query heads of that
 kv head), K and V, as FlashAttention-3's FP8 path takes them. Rounding is torch's float ->
 float8_e4m3fn cast (round-to-nearest-even); values are clamped to +-448 first because torch
 turns out-of-range values into NaN instead of saturating.
@@ -12,22 +12,39 @@ from dataclasses import dataclass
 
 import torch
 
-from ._abi import VT_KEY_GROUP, VT_PAD, vt_key_at
+from . import capi
 
-E4M3_MAX = 448.0
+E4M3_MAX = float(torch.finfo(torch.float8_e4m3fn).max)  # 448
+
+
+_KEY_INDEX: dict[tuple[int, str], torch.Tensor] = {}
 
 
 def vt_key_index(sk_pad: int, device=None) -> torch.Tensor:
-    """index[p] = the key stored at V^T position p (fp8attn_vt_key_at within each group of 32)."""
-    assert sk_pad % VT_KEY_GROUP == 0
-    in_group = torch.tensor([vt_key_at(p) for p in range(VT_KEY_GROUP)], dtype=torch.long)
-    groups = torch.arange(0, sk_pad, VT_KEY_GROUP, dtype=torch.long)
+    """index[p] = the key stored at V^T position p (fp8attn_vt_key_at within each group of 32,
+    read from the library). Cached per (sk_pad, device): a call inside a CUDA graph capture
+    must not copy from the host, so the first call (the warm-up) makes it."""
+    key = (sk_pad, str(torch.device(device) if device is not None else "cpu"))
+    if key not in _KEY_INDEX:
+        _KEY_INDEX[key] = _make_key_index(sk_pad, device)
+    return _KEY_INDEX[key]
+
+
+def _make_key_index(sk_pad: int, device) -> torch.Tensor:
+    lib = capi.load()
+    group = lib.constant("FP8ATTN_VT_KEY_GROUP")
+    if sk_pad % group:
+        raise ValueError(f"sk_pad ({sk_pad}) must be a multiple of {group}")
+    in_group = torch.tensor(lib.vt_key_order(), dtype=torch.long)
+    groups = torch.arange(0, sk_pad, group, dtype=torch.long)
     return (groups[:, None] + in_group[None, :]).reshape(-1).to(device)
 
 
-def make_vt(v8: torch.Tensor, pad: int = VT_PAD) -> torch.Tensor:
-    """V (b, sk, h_kv, d) E4M3 -> V^T (b, h_kv, d, sk_pad) E4M3, zero padded, keys permuted."""
+def make_vt(v8: torch.Tensor, pad: int | None = None) -> torch.Tensor:
+    """V (b, sk, h_kv, d) E4M3 -> V^T (b, h_kv, d, sk_pad) E4M3, zero padded, keys permuted.
+    sk_pad: sk rounded up to `pad` (default: the library's FP8ATTN_VT_PAD)."""
     b, sk, h_kv, d = v8.shape
+    pad = capi.load().constant("FP8ATTN_VT_PAD") if pad is None else pad
     sk_pad = (sk + pad - 1) // pad * pad
     # Byte view: indexing and zero-fill are not implemented for float8 everywhere.
     vt = torch.zeros((b, h_kv, d, sk_pad), dtype=torch.uint8, device=v8.device)
