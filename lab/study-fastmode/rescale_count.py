@@ -109,5 +109,5 @@ def rescale_fraction(q, k, causal: bool, block_n: int, slacks, heads=None):
                     # rows that see no key in this block keep m; a warp rescales if any row moved
                     nw = (len(rows) + WARP_ROWS - 1) // WARP_ROWS
                     moved[s] += int(np.pad(mv, (0, nw * WARP_ROWS - len(rows))).reshape(nw, WARP_ROWS).any(axis=1).sum())
-            visits += nblk * ((len(rows) + WARP_ROWS - 1) // WARP_ROWS)
-    return {str(s): moved[s] / visits for s in slacks}, visits
+            visits += int(nblk) * ((len(rows) + WARP_ROWS - 1) // WARP_ROWS)
+    return {str(s): float(moved[s]) / visits for s in slacks}, int(visits)

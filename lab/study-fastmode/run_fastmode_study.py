@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import platform
 import shlex
@@ -81,7 +82,11 @@ def git(*a):
     return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
 
-def run_eval(exe, data_args, specs, threads):
+def run_eval(exe, data_args, specs, threads, cache: Path | None):
+    """fp8attn-eval's records; with --cache, each run's JSON is kept there and reused."""
+    key = hashlib.sha256(json.dumps([str(exe), data_args, specs]).encode()).hexdigest()[:16]
+    if cache and (cache / f"{key}.json").exists():
+        return json.loads((cache / f"{key}.json").read_text())
     with tempfile.TemporaryDirectory() as td:
         out = Path(td) / "r.json"
         cmd = ["nice", "-n", "10", str(exe), *data_args, "--mask", "both", "--threads",
@@ -91,6 +96,9 @@ def run_eval(exe, data_args, specs, threads):
         if r.returncode != 0:
             sys.exit(f"fp8attn-eval failed ({r.returncode}): {shlex.join(cmd)}\n{r.stderr}")
         recs = json.loads(out.read_text())
+        if cache:
+            cache.mkdir(parents=True, exist_ok=True)
+            (cache / f"{key}.json").write_text(json.dumps(recs))
     print(f"  {time.time() - t0:.0f} s: {shlex.join(cmd)[:160]}...", flush=True)
     return recs
 
@@ -117,6 +125,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "results/fastmode-study"))
     ap.add_argument("--skip-rescale", action="store_true")
+    ap.add_argument("--cache", help="folder keeping each fp8attn-eval run's records (reused)")
     args = ap.parse_args()
     t0 = time.time()
     exe = Path(args.eval)
@@ -132,7 +141,8 @@ def main():
     recs = []
     for part, labels in (("fast", PART1), ("accurate", PART2)):
         for dg in data_groups:
-            for r in run_eval(exe, dg, list(labels.values()), args.threads):
+            for r in run_eval(exe, dg, list(labels.values()), args.threads,
+                              Path(args.cache) if args.cache else None):
                 r["part"] = part
                 recs.append(r)
 
