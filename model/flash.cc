@@ -241,7 +241,13 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
               }
               for (int j = std::max(jv, j0); j < j1; ++j) tt[j - j0] = kNegInf;
               exp2_array(tt, ee, nb_keys, nm.exp2_ftz);
-              round_p(ee, pr + j0, nb_keys, nm.p_format, nm.p_hilo);
+              bool hilo = nm.p_hilo;
+              if (hilo && nm.p_hilo_min_log2 > -1e29f) {  // the low term only in large blocks
+                float bm = 0.0f;
+                for (int j = 0; j < nb_keys; ++j) bm = std::fmax(bm, ee[j]);
+                hilo = bm >= std::exp2(nm.p_hilo_min_log2);
+              }
+              round_p(ee, pr + j0, nb_keys, nm.p_format, hilo);
               if (nm.l_from_rounded_p) {
                 // The tensor core's row sum (the kernel's kVariantTcRowSum): the block's rounded
                 // P summed into a fresh accumulator, acc_chunk keys per k-step (the m64n8k32

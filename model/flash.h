@@ -44,6 +44,9 @@ struct FlashNumerics {
   bool last_to_first = true;     // KV block order (FA3 and our kernel: last to first)
   Format p_format = Format::E4M3;
   bool p_hilo = false;           // P = e4m3(p) + e4m3(p - e4m3(p)) (two PV products)
+  float p_hilo_min_log2 = -1e30f; // with p_hilo: the low term only in a row's key blocks whose max p
+                                 // is >= 2^this (else hi alone). Decided per row here; a kernel
+                                 // decides per warpgroup (any of its rows), which is more accurate
   float p_offset_log2 = 8.0f;    // p = 2^(t - m + offset): max(P) = 2^offset
   float rescale_slack_log2 = 0;  // m moves only when a block's max exceeds it by more than this
                                  // (0: m is the exact running max; the kernel: 3, so max(P) =

@@ -301,6 +301,7 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
     else { nm.p_format = parse_format(spec, val); nm.p_hilo = false; }
   }
   else if (key == "p_offset") nm.p_offset_log2 = std::stof(val);
+  else if (key == "hilo_min") nm.p_hilo_min_log2 = std::stof(val);
   else if (key == "slack") nm.rescale_slack_log2 = std::stof(val);
   else if (key == "l_rounded") nm.l_from_rounded_p = parse_bool(spec, val);
   else if (key == "order") {
@@ -350,7 +351,9 @@ std::string Scheme::summary() const {
       << " smooth_k=" << smooth_k << " smooth_v=" << smooth_v << " hadamard_qk=" << hadamard_qk
       << " hadamard_v=" << hadamard_v;
   }
-  s << " p=" << format_name(nm.p_format) << (nm.p_hilo ? "hilo" : "") << " p_offset="
+  s << " p=" << format_name(nm.p_format) << (nm.p_hilo ? "hilo" : "");
+  if (nm.p_hilo && nm.p_hilo_min_log2 > -1e29f) s << " hilo_min=" << nm.p_hilo_min_log2;
+  s << " p_offset="
     << nm.p_offset_log2 << " slack=" << nm.rescale_slack_log2 << " l_rounded=" << nm.l_from_rounded_p << " order="
     << (nm.last_to_first ? "last" : "first") << " block=" << nm.block_n << " acc_qk="
     << (nm.acc_qk == Accumulator::kFP32 ? "fp32" : "hopper") << " acc_pv="
@@ -374,7 +377,7 @@ std::string scheme_help() {
   h += "variants: NAME:key=value:key=value..., keys: q, k, v (FORMAT[.GRAN][.hilo]; formats "
        "e4m3 e5m2 int8 fp16 bf16 fp32; granularities tensor head block token channel), smooth_q, "
        "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, p (e4m3 e4m3hilo bf16 fp16 fp32), "
-       "p_offset, slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper), acc_bits, "
+       "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper), acc_bits, "
        "acc_chunk, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
        "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head\n";
   return h;
