@@ -1,7 +1,24 @@
 #!/usr/bin/env bash
-# The README's test command: build, then every CPU and GPU test through CTest.
-# Without a GPU the GPU tests report themselves SKIPPED.
+# The README's test command: build everything, then the Python tests under tests/python (pytest,
+# when that folder exists; without PyTorch they report themselves skipped), then every CPU and GPU
+# test through CTest, last, so that the run ends with CTest's summary. Without a GPU the GPU tests
+# report themselves skipped. Arguments go to ctest (e.g. -L cpu, -R Codecs).
+# Exit status: non-zero when either pytest or ctest failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv.sh
 scripts/build.sh
-cd build && ctest --output-on-failure -j "$(nproc)" "$@"
+
+py_rc=0
+if [[ -d tests/python ]]; then
+  echo "test: pytest tests/python"
+  # Exit 5 is "no tests collected" (e.g. a folder with helpers only): not a failure.
+  python3 -m pytest -q -p no:cacheprovider tests/python || py_rc=$?
+  if ((py_rc == 5)); then echo "test: pytest collected no tests"; py_rc=0; fi
+fi
+
+echo "test: ctest"
+ct_rc=0
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" "$@") || ct_rc=$?
+if ((py_rc != 0)); then echo "test: pytest FAILED (exit $py_rc); see above" >&2; fi
+((py_rc == 0 && ct_rc == 0))
