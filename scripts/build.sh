@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
+echo "build: configure $BUILD_DIR/"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+echo "build: compile ${*:-everything} (-j $JOBS)"
 cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"

@@ -45,7 +45,8 @@ stage "no sm_90 GPU: the CPU numerics model on the bundled captured activations"
 stage "build: the CPU model and fp8attn-eval only (log: $LOG)"
 # One line per compiled file, as the build goes; the whole output in the log.
 if ! scripts/build.sh fp8attn-eval 2>&1 | tee -a "$LOG" |
-  sed -un 's/^\[ *\([0-9]*\)%\] Building CXX object .*\/\([^/]*\)\.o$/  build \1%: \2/p' | stages; then
+  sed -un -e 's/^build: \(.*\)/  \1/p' \
+    -e 's/^\[ *\([0-9]*\)%\] Building CXX object .*\/\([^/]*\)\.o$/  build \1%: \2/p' | stages; then
   stage "build FAILED; the end of $LOG:" >&2
   tail -30 "$LOG" >&2
   exit 1
