@@ -17,13 +17,13 @@ REPO=$PWD
 
 # package=Debian 12 version. git, ca-certificates: unpinned (security updates replace them).
 PINNED=(
-  cmake=3.25.1-1
-  make=4.3-4.1
-  g++=4:12.2.0-3
-  libgtest-dev=1.12.1-0.2
-  libopenblas-dev=0.3.21+ds-4
-  nlohmann-json3-dev=3.11.2-2
-  python3-venv=3.11.2-1+b1
+  "cmake=3.25.1-1"
+  "make=4.3-4.1"
+  "g++=4:12.2.0-3"
+  "libgtest-dev=1.12.1-0.2"
+  "libopenblas-dev=0.3.21+ds-4"
+  "nlohmann-json3-dev=3.11.2-2"
+  "python3-venv=3.11.2-1+b1"
 )
 UNPINNED=(git ca-certificates)
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the other scripts (from the repository root): puts .venv/ (scripts/setup.sh) first
 # on PATH, so that python3 and pytest are the venv's.
 if [[ ! -x .venv/bin/python ]]; then
