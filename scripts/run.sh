@@ -30,9 +30,9 @@ if has_sm90; then
   scripts/stage_gpu.sh
   mkdir -p results/run-gpu
   stage "GPU session (scripts/gpu_session.sh)"
-  OUT="$PWD/results/run-gpu" scripts/gpu_session.sh
-  rc=$?
-  stage "done: results/run-gpu/"
+  rc=0
+  OUT="$PWD/results/run-gpu" scripts/gpu_session.sh || rc=$?
+  stage "done (exit $rc): results/run-gpu/"
   exit $rc
 fi
 

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
+BUILD_DIR=${BUILD_DIR:-build}
+export BUILD_DIR
 scripts/build.sh
 
 py_rc=0
@@ -18,8 +20,14 @@ if [[ -d tests/python ]]; then
   if ((py_rc == 5)); then echo "test: pytest ran no test (none collected, or all modules skipped)"; py_rc=0; fi
 fi
 
-echo "test: ctest"
+echo "test: ctest (log: $BUILD_DIR/ctest.log)"
 ct_rc=0
-(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" "$@") || ct_rc=$?
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" "$@") 2>&1 | tee "$BUILD_DIR/ctest.log" ||
+  ct_rc=$?
+# CTest lists the tests that did not run after its summary: say what they are, then repeat the
+# summary line, so that the run ends with it.
+skipped=$(grep -c '(Skipped)$' "$BUILD_DIR/ctest.log" || true)
+if ((skipped)); then echo "test: $skipped test(s) skipped, listed above (GPU tests skip themselves without a GPU)"; fi
 if ((py_rc != 0)); then echo "test: pytest FAILED (exit $py_rc); see above" >&2; fi
+grep -E '^[0-9]+% tests passed' "$BUILD_DIR/ctest.log" | tail -1 || echo "test: ctest gave no summary (exit $ct_rc)"
 ((py_rc == 0 && ct_rc == 0))
