@@ -18,23 +18,22 @@
 #include "model/reference.h"
 #include "model/safetensors.h"
 #include "model/tensor.h"
+#include "tests/common/fixtures.h"
 
 namespace fm = fp8attn::model;
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kRepo = FP8ATTN_SOURCE_DIR;
-
 nlohmann::json load_manifest() {
-  std::ifstream f(kRepo / "data" / "captures.json");
+  std::ifstream f(fp8attn::test::repo_root() / "data" / "captures.json");
   if (!f) throw std::runtime_error("cannot open data/captures.json");
   return nlohmann::json::parse(f);
 }
 
 std::vector<fs::path> fixture_files() {
   std::vector<fs::path> files;
-  const fs::path dir = kRepo / "data" / "fixtures";
+  const fs::path dir = fp8attn::test::repo_root() / "data" / "fixtures";
   if (fs::is_directory(dir)) {
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.path().extension() == ".safetensors") files.push_back(e.path());
@@ -65,7 +64,7 @@ TEST(CapturesFixture, ManifestListsEveryFixtureAndValidationPassed) {
   ASSERT_TRUE(m.contains("fixtures")) << "data/captures.json has no fixtures list";
   std::set<std::string> listed, present;
   for (const auto& f : m["fixtures"]) listed.insert(f["file"].get<std::string>());
-  for (const auto& p : fixture_files()) present.insert(fs::relative(p, kRepo).string());
+  for (const auto& p : fixture_files()) present.insert(fs::relative(p, fp8attn::test::repo_root()).string());
   ASSERT_FALSE(present.empty()) << "no fixture under data/fixtures";
   EXPECT_EQ(listed, present);
 

@@ -4,17 +4,20 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "model/evaluate.h"
@@ -42,6 +45,7 @@ options:
   --softmax-scale X  default 1/sqrt(d)
   --threads N        OpenMP threads (default: all cores)
   --quiet            no progress on stderr
+exit status: 0 done, 1 failed (e.g. a file that cannot be read), 2 bad arguments
 )";
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -63,12 +67,18 @@ std::string run_cmd(const std::string& cmd) {
   return out;
 }
 
+// The repository the executable was built in (its build folder lies inside it): its commit, for
+// the provenance of the records; "unknown" when the executable is not inside a git checkout.
 std::string git_commit() {
-  const std::string dir = FP8ATTN_SOURCE_DIR;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "unknown";
+  const std::string dir = exe.parent_path().string();
   std::string c = run_cmd("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
   if (c.empty()) return "unknown";
   // Dirty when the code that makes the figures (the model and this tool) differs from the commit.
-  if (!run_cmd("git -C '" + dir + "' status --porcelain -- model tools/eval 2>/dev/null").empty()) {
+  const std::string top = run_cmd("git -C '" + dir + "' rev-parse --show-toplevel 2>/dev/null");
+  if (!run_cmd("git -C '" + top + "' status --porcelain -- model tools/eval 2>/dev/null").empty()) {
     c += "-dirty";
   }
   return c;
@@ -137,32 +147,79 @@ struct Args {
   float softmax_scale = 0.0f;
 };
 
+// A bad argument: exit status 2 with the message (std::invalid_argument, which the model's own
+// argument checks throw too, maps to the same).
+struct UsageError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// The whole text as an integer in [lo, hi], or a UsageError naming the option.
+long long parse_int(const std::string& opt, const std::string& text, long long lo, long long hi) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (ec == std::errc::invalid_argument || ptr != end || text.empty()) {
+    throw UsageError(opt + " needs an integer in " + range + ", got '" + text + "'");
+  }
+  if (ec == std::errc::result_out_of_range || v < lo || v > hi) {
+    throw UsageError(opt + " must be in " + range + ", got " + text);
+  }
+  return v;
+}
+
+uint64_t parse_seed(const std::string& text) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    throw UsageError("--seed needs an integer in [0, 2^64 - 1], got '" + text + "'");
+  }
+  return v;
+}
+
+float parse_positive_float(const std::string& opt, const std::string& text) {
+  float v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || text.empty() || !std::isfinite(v) || v <= 0) {
+    throw UsageError(opt + " needs a finite number > 0, got '" + text + "'");
+  }
+  return v;
+}
+
+// Limits: a dataset the model can hold (each of q, k, v under 2^31 elements) and the shapes the
+// model emulates (a power-of-two head dim: the Hadamard rotation needs one).
+constexpr long long kMaxSeqlen = 1 << 20, kMaxHeads = 1024, kMaxBatch = 1 << 16;
+constexpr long long kMaxElements = (1LL << 31) - 1;
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto val = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value");
+      if (i + 1 >= argc) throw UsageError(k + " needs a value");
       return argv[++i];
     };
+    auto count = [&](long long lo, long long hi) { return static_cast<int>(parse_int(k, val(), lo, hi)); };
     if (k == "--synthetic") a.synthetic = split(val(), ',');
     else if (k == "--data") a.data = split(val(), ',');
     else if (k == "--scheme" || k == "--schemes") a.schemes = split(val(), ',');
-    else if (k == "--seqlen") a.seqlen = std::stoi(val());
-    else if (k == "--heads") a.heads = std::stoi(val());
-    else if (k == "--heads-kv") a.heads_kv = std::stoi(val());
-    else if (k == "--batch") a.batch = std::stoi(val());
-    else if (k == "--head-dim") a.head_dim = std::stoi(val());
-    else if (k == "--seed") a.seed = std::stoull(val());
+    else if (k == "--seqlen") a.seqlen = count(1, kMaxSeqlen);
+    else if (k == "--heads") a.heads = count(1, kMaxHeads);
+    else if (k == "--heads-kv") a.heads_kv = count(1, kMaxHeads);
+    else if (k == "--batch") a.batch = count(1, kMaxBatch);
+    else if (k == "--head-dim") a.head_dim = count(16, 256);
+    else if (k == "--seed") a.seed = parse_seed(val());
     else if (k == "--causal") a.mask = "causal";
     else if (k == "--mask") a.mask = val();
-    else if (k == "--heads-subset") a.heads_subset = std::stoi(val());
-    else if (k == "--batches") a.batches = std::stoi(val());
+    else if (k == "--heads-subset") a.heads_subset = count(1, kMaxHeads);
+    else if (k == "--batches") a.batches = count(1, kMaxBatch);
     else if (k == "--json") a.json = val();
     else if (k == "--no-kernel-only") a.kernel_only = false;
     else if (k == "--kernel-only-fp64") a.kernel_only_fp64 = true;
-    else if (k == "--softmax-scale") a.softmax_scale = std::stof(val());
-    else if (k == "--threads") a.threads = std::stoi(val());
+    else if (k == "--softmax-scale") a.softmax_scale = parse_positive_float(k, val());
+    else if (k == "--threads") a.threads = count(1, 4096);
     else if (k == "--quiet") a.quiet = true;
     else if (k == "--h200-table") a.h200 = true;
     else if (k == "--list-schemes") a.list = true;
@@ -170,11 +227,28 @@ Args parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else {
-      throw std::invalid_argument("unknown argument '" + k + "'");
+      throw UsageError("unknown argument '" + k + "'");
     }
   }
   if (a.mask != "none" && a.mask != "causal" && a.mask != "both") {
-    throw std::invalid_argument("--mask must be none, causal or both");
+    throw UsageError("--mask must be none, causal or both, got '" + a.mask + "'");
+  }
+  if ((a.head_dim & (a.head_dim - 1)) != 0) {
+    throw UsageError("--head-dim must be a power of two (16 ... 256), got " + std::to_string(a.head_dim));
+  }
+  const int heads_kv = a.heads_kv > 0 ? a.heads_kv : a.heads;
+  if (a.heads % heads_kv != 0) {
+    throw UsageError("--heads-kv " + std::to_string(heads_kv) + " must divide --heads " +
+                     std::to_string(a.heads));
+  }
+  if (!a.synthetic.empty()) {
+    if (a.heads_subset > 0 && a.heads_subset < a.heads && a.heads % a.heads_subset != 0) {
+      throw UsageError("--heads-subset " + std::to_string(a.heads_subset) + " must divide --heads " +
+                       std::to_string(a.heads));
+    }
+    if (static_cast<long long>(a.batch) * a.seqlen * a.heads * a.head_dim > kMaxElements) {
+      throw UsageError("--batch x --seqlen x --heads x --head-dim must stay under 2^31 elements");
+    }
   }
   return a;
 }
@@ -218,9 +292,9 @@ int main(int argc, char** argv) {
       }
       return ok ? 0 : 1;
     }
-    if (a.schemes.empty()) throw std::invalid_argument("--scheme is required");
+    if (a.schemes.empty()) throw UsageError("--scheme is required");
     if (a.synthetic.empty() == a.data.empty()) {
-      throw std::invalid_argument("give exactly one of --synthetic and --data");
+      throw UsageError("give exactly one of --synthetic and --data");
     }
     std::vector<fm::Scheme> schemes;
     for (const std::string& s : a.schemes) schemes.push_back(fm::scheme_by_name(s));
@@ -261,8 +335,11 @@ int main(int argc, char** argv) {
       if (!a.quiet) std::fprintf(stderr, "[eval] wrote %zu records to %s\n", all.size(), a.json.c_str());
     }
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fp8attn-eval: %s\n%s", e.what(), kUsage);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "fp8attn-eval: %s\n(fp8attn-eval --help lists the options)\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fp8attn-eval: %s\n", e.what());
+    return 1;
   }
 }
