@@ -13,7 +13,11 @@ scripts/build.sh
 
 py_rc=0
 if [[ -d tests/python ]]; then
-  echo "test: pytest tests/python"
+  # The library this build made (the ABI tests bind it without PyTorch); none without nvcc.
+  if [[ -z "${FP8ATTN_LIB:-}" && -f "$BUILD_DIR/src/libfp8attn.so" ]]; then
+    export FP8ATTN_LIB="$PWD/$BUILD_DIR/src/libfp8attn.so"
+  fi
+  echo "test: pytest tests/python${FP8ATTN_LIB:+ (FP8ATTN_LIB=$FP8ATTN_LIB)}"
   # Exit 5 is "no tests collected": a folder with helpers only, or every module skipped as a
   # whole (pytest.importorskip("torch") without PyTorch). Not a failure.
   python3 -m pytest -q -rs -p no:cacheprovider tests/python || py_rc=$?
