@@ -10,8 +10,11 @@
 #include <mutex>
 #include <string>
 
+#include "attn/capture_mode.h"
 #include "attn/config.h"
+#include "attn/extent.h"
 #include "attn/kernel.cuh"
+#include "attn/tile_counters.h"
 #include "fp8attn/fp8attn.h"
 
 namespace {
@@ -26,6 +29,44 @@ fp8attn_status fail(fp8attn_status s, const std::string& msg) {
 std::string str(int64_t v) { return std::to_string(v); }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// Where the tensors lie: O's rows of one head are head_dim contiguous BF16 that no other element
+// of O shares, and neither output (O, LSE) meets the other or any input. Two launches writing
+// the same bytes, or a kernel writing what it reads, would give results that depend on timing.
+fp8attn_status check_layout(const fp8attn_fwd_params* p) {
+  using fp8attn::attn::Extent;
+  using fp8attn::attn::extent_of;
+  const fp8attn_status bad = FP8ATTN_ERROR_INVALID_ARGUMENT;
+  const int64_t B = p->batch, SQ = p->seqlen_q, SK = p->seqlen_k, H = p->heads, HKV = p->heads_kv;
+  if (p->o_stride_h < 128)
+    return fail(bad, "o_stride_h = " + str(p->o_stride_h) + ": must be >= head_dim (128)");
+  if (!fp8attn::attn::strides_disjoint({{B, p->o_stride_b}, {SQ, p->o_stride_s}, {H, p->o_stride_h}, {128, 1}}))
+    return fail(bad, "o strides (o_stride_b " + str(p->o_stride_b) + ", o_stride_s " + str(p->o_stride_s) +
+                         ", o_stride_h " + str(p->o_stride_h) + ") make elements of o overlap");
+  const Extent o = extent_of(p->o, {{B, p->o_stride_b}, {SQ, p->o_stride_s}, {H, p->o_stride_h}, {128, 1}}, 2);
+  const Extent lse = extent_of(p->lse, {{B * H * SQ, 1}}, 4);
+  if (o.meets(lse)) return fail(bad, "o and lse overlap");
+  const int64_t kblk = (SK + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK;
+  const struct {
+    const char* name;
+    Extent e;
+  } inputs[] = {
+      {"q", extent_of(p->q, {{B, p->q_stride_b}, {SQ, p->q_stride_s}, {H, p->q_stride_h}, {128, 1}}, 1)},
+      {"k", extent_of(p->k, {{B, p->k_stride_b}, {SK, p->k_stride_s}, {HKV, p->k_stride_h}, {128, 1}}, 1)},
+      {"vt", extent_of(p->vt, {{B, p->vt_stride_b}, {HKV, p->vt_stride_h}, {128, p->vt_stride_d},
+                               {p->vt_seqlen_pad, 1}}, 1)},
+      {"q_descale", extent_of(p->q_descale, {{B, p->qd_stride_b}, {H, p->qd_stride_h}, {SQ, p->qd_stride_s}}, 4)},
+      {"k_descale", extent_of(p->k_descale, {{B, p->kd_stride_b}, {HKV, p->kd_stride_h}, {kblk, p->kd_stride_blk}}, 4)},
+      {"v_descale", extent_of(p->v_descale, {{B, p->vd_stride_b}, {HKV, p->vd_stride_h}, {128, p->vd_stride_d}}, 4)},
+      {"lse_bias", extent_of(p->lse_bias, {{B * H * SQ, 1}}, 4)},
+      {"o_bias", extent_of(p->o_bias, {{B, p->ob_stride_b}, {HKV, p->ob_stride_h}, {128, 1}}, 4)},
+  };
+  for (const auto& in : inputs) {
+    if (o.meets(in.e)) return fail(bad, std::string("o overlaps the input ") + in.name);
+    if (lse.meets(in.e)) return fail(bad, std::string("lse overlaps the input ") + in.name);
+  }
+  return FP8ATTN_SUCCESS;
+}
 
 // Everything about the arguments that can be checked without the device.
 fp8attn_status check_params(const fp8attn_fwd_params* p) {
@@ -104,7 +145,7 @@ fp8attn_status check_params(const fp8attn_fwd_params* p) {
   for (const void* f : fptrs)
     if (f && (reinterpret_cast<uintptr_t>(f) & 3))
       return fail(bad, "float arrays (descales, lse, lse_bias, o_bias) must be 4-byte aligned");
-  return FP8ATTN_SUCCESS;
+  return check_layout(p);
 }
 
 // What a launch needs to know of the current device, read once per device with
@@ -223,25 +264,6 @@ const KnobSettings& knob_settings() {
   return k;
 }
 
-// Persistent scheduling needs one zeroed int per launch. A ring of slots per device, each zeroed
-// on the launching stream right before its launch; launches in flight at the same time on
-// different streams get different slots unless more than kSlots are in flight at once.
-fp8attn_status tile_counter_slot(int** out) {
-  constexpr int kSlots = 1024;
-  constexpr int kMaxDevices = 64;
-  static std::mutex mu;
-  static int* rings[kMaxDevices] = {};
-  static unsigned next[kMaxDevices] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev >= kMaxDevices)
-    return fail(FP8ATTN_ERROR_CUDA, "cudaGetDevice failed");
-  std::lock_guard<std::mutex> lock(mu);
-  if (!rings[dev] && cudaMalloc(&rings[dev], kSlots * sizeof(int)) != cudaSuccess)
-    return fail(FP8ATTN_ERROR_CUDA, "cudaMalloc of the tile counters failed");
-  *out = rings[dev] + (next[dev]++ % kSlots);
-  return FP8ATTN_SUCCESS;
-}
-
 template <class Cfg>
 fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, cudaStream_t stream) {
   using namespace fp8attn::attn;
@@ -322,6 +344,7 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
     return fail(FP8ATTN_ERROR_CUDA, "cudaGetDevice failed or device index >= 64");
   std::call_once(once[dev], [dev] {
+    RelaxedCaptureMode relaxed;  // the first call may be inside a graph capture
     attr_err[dev] = cudaFuncSetAttribute(attention_fwd_kernel<Cfg>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
@@ -329,17 +352,18 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
     return fail(FP8ATTN_ERROR_CUDA,
                 std::string("cudaFuncSetAttribute: ") + cudaGetErrorString(attr_err[dev]));
   // Default: one CTA per tile; the hardware block scheduler hands tiles out in order (heavy first
-  // for causal). Persistent: one CTA per SM, tiles claimed from a counter zeroed on the stream.
+  // for causal). Persistent: one CTA per SM, tiles claimed from a counter of this stream (or of
+  // this captured launch) that the kernel leaves at zero (attn/tile_counters.h).
   int grid = kp.num_tiles;
   kp.tile_counter = nullptr;
   const int num_sms = dev_info.num_sms;
   if (knob_settings().persistent && kp.num_tiles > num_sms) {
-    int* counter = nullptr;
-    const fp8attn_status cs = tile_counter_slot(&counter);
-    if (cs != FP8ATTN_SUCCESS) return cs;
-    if (cudaMemsetAsync(counter, 0, sizeof(int), stream) != cudaSuccess)
+    TileCounter tc;
+    if (const std::string e = acquire_tile_counter(stream, &tc); !e.empty())
+      return fail(FP8ATTN_ERROR_CUDA, "tile counter: " + e);
+    if (tc.needs_zero && cudaMemsetAsync(tc.counter, 0, sizeof(int), stream) != cudaSuccess)
       return fail(FP8ATTN_ERROR_CUDA, "cudaMemsetAsync of the tile counter failed");
-    kp.tile_counter = counter;
+    kp.tile_counter = tc.counter;
     grid = num_sms;
   }
   attention_fwd_kernel<Cfg><<<grid, Cfg::kThreads, kSmem, stream>>>(kp);

@@ -39,9 +39,18 @@ struct TileScheduler {
   // from a global counter as soon as it has issued the loads of the current one (dynamic, so
   // causal's uneven tiles balance, and the next tile's loads overlap this tile's tail).
   // Otherwise one tile per CTA, and the hardware hands out CTAs in order.
+  //
+  // The counter is zero before the launch and the kernel leaves it zero: every tile a CTA works
+  // on is followed by exactly one claim, so a launch makes num_tiles claims in all, and the one
+  // that returns num_tiles - 1 is the last anyone makes: its thread resets the counter. No
+  // memset per launch, and a CUDA graph replays the launch with the counter it captured (the
+  // host gives each stream, and each captured launch, its own counter: src/tile_counters.cc).
   __device__ static int first() { return blockIdx.x; }
   __device__ static int next(const KernelParams& p) {
-    return p.tile_counter ? atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x) : p.num_tiles;
+    if (!p.tile_counter) return p.num_tiles;
+    const int claimed = atomicAdd(p.tile_counter, 1);
+    if (claimed == p.num_tiles - 1) atomicExch(p.tile_counter, 0);
+    return claimed + static_cast<int>(gridDim.x);
   }
 };
 
