@@ -340,6 +340,74 @@ TEST(Fuzz, RandomShapesAgreeWithMirror) {
               static_cast<unsigned long long>(seed));
 }
 
+// Rehearsal without a GPU (FP8ATTN_FUZZ_DRY_RUN=1, else skipped): draws the run's shapes and does
+// all of its host work (inputs, the mirror and the FP64 terms of the checked rows), with
+// timing, so the run's cost and coverage can be read before a GPU
+// session. Prints the same shape statistics as the GPU run.
+TEST(Fuzz, DryRunHostWork) {
+  if (!std::getenv("FP8ATTN_FUZZ_DRY_RUN")) GTEST_SKIP() << "set FP8ATTN_FUZZ_DRY_RUN=1 to rehearse";
+  const uint64_t seed = env_u64("FP8ATTN_FUZZ_SEED", 20261201);
+  const int count = static_cast<int>(env_u64("FP8ATTN_FUZZ_COUNT", 1000));
+  const int first = static_cast<int>(env_u64("FP8ATTN_FUZZ_FIRST", 0));
+  const auto t0 = std::chrono::steady_clock::now();
+  int by_precision[3] = {}, causal = 0, strided = 0, decode = 0, gqa16 = 0, sq_gt_sk = 0, sk_gt_sq = 0;
+  int len1 = 0, odd_len = 0, max_b = 0, max_len = 0;
+  double checksum = 0;
+  for (int i = first; i < first + count; ++i) {
+    const FuzzShape f = draw_shape(seed, i);
+    const Problem prob = make_problem(f.s, seed ^ (uint64_t(i) << 20));
+    const std::vector<int64_t> rows = rows_to_check(f.s, seed + i);
+    const Output m = mirror_kernel(prob, nullptr, nullptr, &rows);
+    parallel_for(int64_t(rows.size()), [&](int64_t k) {
+      const int64_t idx = rows[k];
+      row_terms(prob, int(idx / f.s.sq / f.s.h), int(idx % f.s.sq), int(idx / f.s.sq % f.s.h));
+    });
+    checksum += m.lse[rows[0] % m.lse.size()];
+    ++by_precision[f.s.p_precision];
+    causal += f.s.causal, strided += f.strided, decode += f.s.sq == 1, gqa16 += f.s.h / f.s.h_kv == 16;
+    sq_gt_sk += f.s.sq > f.s.sk, sk_gt_sq += f.s.sk > f.s.sq;
+    len1 += f.s.sq == 1 || f.s.sk == 1;
+    odd_len += f.s.sq % 64 != 0 || f.s.sk % 64 != 0;
+    max_b = std::max(max_b, f.s.b), max_len = std::max({max_len, f.s.sq, f.s.sk});
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ info ] dry run: %d shapes, host work %.1f s on %u threads: E4M3 %d, hi+lo %d, FP16 %d; "
+              "causal %d, strided %d, decode %d, GQA 16 %d, sq > sk %d, sk > sq %d, a length 1 %d, "
+              "a length not a multiple of 64 %d, max b %d, max length %d (checksum %g)\n",
+              count, secs, std::max(1u, std::thread::hardware_concurrency()), by_precision[0],
+              by_precision[1], by_precision[2], causal, strided, decode, gqa16, sq_gt_sk, sk_gt_sq,
+              len1, odd_len, max_b, max_len, checksum);
+  EXPECT_GT(causal, 0);
+  EXPECT_GT(decode, 0);
+  EXPECT_GT(gqa16, 0);
+  EXPECT_GT(sq_gt_sk, 0);
+  EXPECT_GT(sk_gt_sq, 0);
+}
+
+// The causal tile order in several sections of (batch, head) pairs (src/api.cu sizes a section to
+// half of L2; the fuzz's bounded shapes fit in one): 128 KV heads of 2048 keys, sampled rows.
+TEST(Fuzz, MultiSectionCausalOrder) {
+  FP8ATTN_REQUIRE_SM90();
+  Shape s{1, 2048, 2048, 128, 128, true};
+  s.k_head = true;  // the default 192-key kernel
+  int l2 = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), cudaSuccess);
+  const int64_t pair_bytes = int64_t(s.sk) * 128 * 2 / (s.h / s.h_kv);
+  const int64_t section_heads = std::clamp<int64_t>(l2 / 2 / pair_bytes, 1, int64_t(s.b) * s.h);
+  const int64_t sections = (int64_t(s.b) * s.h + section_heads - 1) / section_heads;
+  std::printf("[ info ] L2 %d bytes: %lld pairs per section, %lld sections\n", l2,
+              static_cast<long long>(section_heads), static_cast<long long>(sections));
+  ASSERT_GE(sections, 2) << "the shape no longer spans several sections: make it larger";
+  const uint64_t seed = env_u64("FP8ATTN_TEST_SEED", 0x5ec7);
+  const Problem prob = make_problem(s, seed);
+  FuzzRun run;
+  setup(run, prob, false);
+  ASSERT_EQ(fp8attn_attention_fwd(&run.p, nullptr), FP8ATTN_SUCCESS) << fp8attn_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::string why = check_shape(prob, run, rows_to_check(s, seed));
+  EXPECT_TRUE(why.empty()) << s.name() << ": " << why;
+}
+
 // Fixed shapes the fuzz may not draw: a decode shape (sq = 1 against a long sk) and GQA 16, with
 // every row checked, in every precision mode.
 class FixedShapes : public ::testing::TestWithParam<FuzzShape> {};
