@@ -274,8 +274,7 @@ inline Result reference_f64(const Problem& p) {
   r.p_second.assign(nl, 0.0);
   const int group = s.h / s.h_kv;
   const double scale = p.softmax_scale;
-  parallel_for(rows ? int64_t(rows->size()) : int64_t(s.b) * s.h * s.sq, [&](int64_t k) {
-    const int64_t idx = rows ? (*rows)[k] : k;
+  parallel_for(int64_t(s.b) * s.h * s.sq, [&](int64_t idx) {
     const int t = int(idx % s.sq), h = int(idx / s.sq % s.h), b = int(idx / s.sq / s.h);
     const int hk = h / group, end = s.key_end(t);
     r.visible[(int64_t(b) * s.h + h) * s.sq + t] = end;

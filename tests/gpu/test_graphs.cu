@@ -35,7 +35,7 @@ uint64_t seed_from_env(uint64_t dflt) {
   return e ? std::strtoull(e, nullptr, 0) : dflt;
 }
 
-#define CUDA_OK(x) ASSERT_EQ(cudaSuccess, (x)) << #x << ": " << cudaGetErrorString(cudaGetLastError())
+// CUDA_OK (test_attention_util.cuh): ASSERT_EQ on a cudaError_t, with its string.
 
 // mismatches += number of 32-bit words where a and b differ (bitwise: NaN == NaN of the same bits).
 __global__ void count_mismatches(const uint32_t* a, const uint32_t* b, int64_t n,
@@ -299,8 +299,12 @@ TEST(Graphs, EndToEndCapturedOnFourStreams) {
     cudaGraphDestroy(g);
   }
   long long replays = 0;
-  for (int rep = 0; rep < kReplays; ++rep)
-    for (int si = 0; si < kStreams; ++si) CUDA_OK(cudaGraphLaunch(exec[si], streams[si])), ++replays;
+  for (int rep = 0; rep < kReplays; ++rep) {
+    for (int si = 0; si < kStreams; ++si) {
+      CUDA_OK(cudaGraphLaunch(exec[si], streams[si]));
+      ++replays;
+    }
+  }
   CUDA_OK(cudaDeviceSynchronize());
   unsigned long long host_mismatches = 0;
   CUDA_OK(cudaMemcpy(&host_mismatches, mismatches, sizeof host_mismatches, cudaMemcpyDeviceToHost));

@@ -3,7 +3,7 @@
 # tensor core) from two source trees and compares their SASS: the whole kernel's instruction
 # count, and the instructions of every loop of >= 200 (tools/sass/loops.py: the steady-state key
 # loop). Used to show that a change confined to the epilogue leaves the key loop unchanged.
-#   tools/sass/default_kernel_diff.sh BASE_COMMIT > results/<name>.txt   (new: the working tree)
+#   [CUOBJDUMP=path] tools/sass/default_kernel_diff.sh BASE_COMMIT > results/<name>.txt   (new: the working tree)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEW=$PWD
@@ -21,7 +21,7 @@ for side in BASE NEW; do
   tree=${!side}
   nice -n 10 nvcc -cubin -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -std=c++20 -O3 \
     -I"$tree/src" -I"$tree/include" -o "$TMP/$side.cubin" "$TMP/inst.cu"
-  cuobjdump -sass "$TMP/$side.cubin" | grep -E '^\s+/\*[0-9a-f]{4}\*/' > "$TMP/$side.sass"
+  "${CUOBJDUMP:-cuobjdump}" -sass "$TMP/$side.cubin" | grep -E '^\s+/\*[0-9a-f]{4}\*/' > "$TMP/$side.sass"
 done
 echo "command: $0 $*"
 echo "base: $(git rev-parse --short=12 "$1"); new: $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src include || echo -dirty)"
