@@ -48,6 +48,7 @@ for tt in "${tools[@]}"; do
     elif [[ -z "$errors" ]]; then status="no summary (rc $rc)"; errors=-1
     elif grep -q '\[  FAILED  \]' "$log"; then status="test failed (rc $rc)"
     elif grep -q '\[  SKIPPED \]' "$log"; then status="skipped (no sm_90 device)"; errors=-1
+    elif ! grep -q "\[       OK \] Sanitize.$target " "$log"; then status="the test did not run (rc $rc)"; errors=-1
     else status="ok (rc $rc)"; fi
     [[ $errors != 0 || $status != ok* ]] && failed=1
     printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$target" "$errors" "$status" "$secs" >> "$summary"
