@@ -21,7 +21,7 @@ for side in BASE NEW; do
   tree=${!side}
   nice -n 10 nvcc -cubin -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -std=c++20 -O3 \
     -I"$tree/src" -I"$tree/include" -o "$TMP/$side.cubin" "$TMP/inst.cu"
-  "${CUOBJDUMP:-cuobjdump}" -sass "$TMP/$side.cubin" | grep -E '^\s+/\*[0-9a-f]{4}\*/' > "$TMP/$side.sass"
+  "${CUOBJDUMP:-cuobjdump}" -sass "$TMP/$side.cubin" | grep -E '^\s+/\*[0-9a-f]{4,}\*/' > "$TMP/$side.sass"
 done
 echo "command: $0 $*"
 echo "base: $(git rev-parse --short=12 "$1"); new: $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src include || echo -dirty)"
