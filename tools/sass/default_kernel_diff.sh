@@ -27,6 +27,39 @@ echo "command: $0 $*"
 echo "base: $(git rev-parse --short=12 "$1"); new: $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src include || echo -dirty)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); nvcc: $(nvcc --version | tail -1)"
 for side in BASE NEW; do echo "$side: $(wc -l < "$TMP/$side.sass") instructions"; done
+# The steady-state key loops: the innermost loops (backward branches) that issue wgmmas, compared
+# instruction by instruction (register names included, addresses not).
+python3 - "$TMP/BASE.sass" "$TMP/NEW.sass" <<'PY'
+import re, sys
+pat = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
+def loops_of(path):
+    raw = []
+    for ln in open(path):
+        m = pat.search(ln)
+        if m:
+            raw.append((int(m.group(1), 16), m.group(2).strip()))
+    at = {a: i for i, (a, _) in enumerate(raw)}
+    found = []
+    for i, (a, t) in enumerate(raw):
+        op = re.sub(r"^@!?U?P\w+\s+", "", t).split()[0] if t else ""
+        if op.startswith("BRA"):
+            m = re.search(r"0x([0-9a-f]+)", t)
+            if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in at:
+                s0 = at[int(m.group(1), 16)]
+                body = [re.sub(r"0x[0-9a-f]+", "ADDR", x) for _, x in raw[s0:i + 1]]
+                if any("QGMMA" in x or "HGMMA" in x for x in body):
+                    found.append(body)
+    # innermost: no other wgmma loop strictly inside
+    found.sort(key=len)
+    return found
+b, n = loops_of(sys.argv[1]), loops_of(sys.argv[2])
+print(f"wgmma loops: base {len(b)} (sizes {[len(x) for x in b][:6]}), new {len(n)} (sizes {[len(x) for x in n][:6]})")
+k = min(2, len(b), len(n))
+for j in range(k):
+    same = b[j] == n[j]
+    print(f"innermost wgmma loop {j}: base {len(b[j])} instructions, new {len(n[j])}: "
+          + ("IDENTICAL" if same else "DIFFERENT"))
+PY
 strip() { sed -E 's@/\*[0-9a-f]{4,}\*/@@; s@/\* 0x[0-9a-f]+ \*/@@; s@0x[0-9a-f]+@ADDR@g' "$1"; }
 for side in BASE NEW; do
   echo "--- $side loops"; python3 "$NEW/tools/sass/loops.py" "$TMP/$side.sass" --min 200
@@ -37,5 +70,6 @@ if diff <(python3 "$NEW/tools/sass/loops.py" "$TMP/BASE.sass" --min 200) \
 else
   echo "loops: DIFFER"
 fi
-echo "--- instruction diff (addresses stripped), first 60 lines"
-diff <(strip "$TMP/BASE.sass") <(strip "$TMP/NEW.sass") | head -60 || true
+echo "--- instruction diff (addresses stripped): $(diff <(strip "$TMP/BASE.sass") <(strip "$TMP/NEW.sass") | grep -c "^[<>]") lines differ; hunks:"
+diff <(strip "$TMP/BASE.sass") <(strip "$TMP/NEW.sass") | grep -E "^[0-9]" | tr "\n" " " || true
+echo
