@@ -27,6 +27,7 @@ echo "command: $0 $*"
 echo "base: $(git rev-parse --short=12 "$1"); new: $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src include || echo -dirty)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); nvcc: $(nvcc --version | tail -1)"
 for side in BASE NEW; do echo "$side: $(wc -l < "$TMP/$side.sass") instructions"; done
+[[ -n "${KEEP_SASS:-}" ]] && mkdir -p "$KEEP_SASS" && cp "$TMP"/BASE.sass "$TMP"/NEW.sass "$KEEP_SASS"/
 # The steady-state key loops: the innermost loops (backward branches) that issue wgmmas, compared
 # instruction by instruction (register names included, addresses not).
 python3 - "$TMP/BASE.sass" "$TMP/NEW.sass" <<'PY'
@@ -55,10 +56,20 @@ def loops_of(path):
 b, n = loops_of(sys.argv[1]), loops_of(sys.argv[2])
 print(f"wgmma loops: base {len(b)} (sizes {[len(x) for x in b][:6]}), new {len(n)} (sizes {[len(x) for x in n][:6]})")
 k = min(2, len(b), len(n))
+def opcodes(body):  # the instruction without its operands' register numbers
+    return [re.sub(r"\bU?R\d+\b", "R", re.sub(r"\bU?P\d\b", "P", x)) for x in body]
+import collections
 for j in range(k):
     same = b[j] == n[j]
+    same_ops = opcodes(b[j]) == opcodes(n[j])
+    hist = lambda body: collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", x).split()[0] for x in body)
     print(f"innermost wgmma loop {j}: base {len(b[j])} instructions, new {len(n[j])}: "
-          + ("IDENTICAL" if same else "DIFFERENT"))
+          + ("IDENTICAL" if same else "registers or order differ")
+          + f"; same instructions in the same order, registers aside: {same_ops}"
+          + f"; same opcode histogram: {hist(b[j]) == hist(n[j])}")
+    if not same_ops:
+        hb, hn = hist(b[j]), hist(n[j])
+        print("  opcode count changes: " + ", ".join(f"{o} {hb[o]}->{hn[o]}" for o in sorted(set(hb) | set(hn)) if hb[o] != hn[o]))
 PY
 strip() { sed -E 's@/\*[0-9a-f]{4,}\*/@@; s@/\* 0x[0-9a-f]+ \*/@@; s@0x[0-9a-f]+@ADDR@g' "$1"; }
 for side in BASE NEW; do
