@@ -41,16 +41,17 @@ struct TileScheduler {
   // Otherwise one tile per CTA, and the hardware hands out CTAs in order.
   //
   // The counter is zero before the launch and the kernel leaves it zero: every tile a CTA works
-  // on is followed by exactly one claim, so a launch makes num_tiles claims in all, and the one
-  // that returns num_tiles - 1 is the last anyone makes: its thread resets the counter. No
-  // memset per launch, and a CUDA graph replays the launch with the counter it captured (the
-  // host gives each stream, and each captured launch, its own counter: src/tile_counters.cc).
+  // on is followed by exactly one claim, so a launch makes num_tiles claims in all, returning
+  // 0 .. num_tiles - 1, and atomicInc with the limit num_tiles - 1 wraps the counter to 0 in the
+  // last of them (one atomic, as atomicAdd was; the key loops' SASS is unchanged). No memset per
+  // launch, and a CUDA graph replays the launch with the counter it captured (the host gives each
+  // stream, and each captured launch, its own counter: attn/tile_counters.h).
   __device__ static int first() { return blockIdx.x; }
   __device__ static int next(const KernelParams& p) {
     if (!p.tile_counter) return p.num_tiles;
-    const int claimed = atomicAdd(p.tile_counter, 1);
-    if (claimed == p.num_tiles - 1) atomicExch(p.tile_counter, 0);
-    return claimed + static_cast<int>(gridDim.x);
+    const unsigned last = static_cast<unsigned>(p.num_tiles - 1);
+    return static_cast<int>(atomicInc(reinterpret_cast<unsigned*>(p.tile_counter), last)) +
+           static_cast<int>(gridDim.x);
   }
 };
 
