@@ -277,9 +277,11 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
             }
             const float l = nm.l_from_rounded_p ? lt + l_prev_blk
                                                 : (lp[0] + lp[1]) + (lp[2] + lp[3]);
-            tb.inv_l[r] = l > 0.0f ? 1.0f / l : 0.0f;
+            // l == 0: the row saw no key (O = 0, LSE = -inf); a NaN l (a NaN reached the row)
+            // gives NaN, as the kernel's epilogue (src/attn/softmax.cuh finalize).
+            tb.inv_l[r] = l == 0.0f ? 0.0f : 1.0f / l;
             float lse = kNegInf;
-            if (l > 0.0f) {
+            if (l != 0.0f) {
               lse = (m + std::log2(l) - off) * kLn2;
               if (in.lse_bias) lse += in.lse_bias[bh * sq + i];
             }

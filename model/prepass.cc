@@ -88,8 +88,10 @@ void hadamard_rotate_128(float* x, uint64_t seed) {
 }
 
 GroupScale group_scale(float amax) {
-  // Below 2^-100 the reciprocal could overflow; such a group quantizes to zeros anyway.
-  if (!(amax >= 0x1p-100f && amax <= FLT_MAX)) return {1.0f, 1.0f};
+  // Below 2^-100 the reciprocal could overflow; such a group quantizes to zeros anyway. An
+  // infinite or NaN amax makes the group NaN, as the kernels do (src/quant/quant_common.cuh).
+  if (!(amax <= FLT_MAX)) return {std::nanf(""), std::nanf("")};
+  if (!(amax >= 0x1p-100f)) return {1.0f, 1.0f};
   return {kE4M3Max / amax, amax / kE4M3Max};
 }
 

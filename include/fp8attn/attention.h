@@ -49,8 +49,12 @@ typedef struct fp8attn_attention_args {
 void fp8attn_attention_args_init(fp8attn_attention_args* args);
 
 // Pre-pass (K/V, then Q) and kernel on `stream`, all asynchronous once the workspace is large
-// enough (grown here if not). Errors: fp8attn_quant_last_error() (the kernel's message is copied
-// there too).
+// enough (grown here if not; inside a graph capture it cannot grow: reserve it first). Every
+// argument, the kernel's included, is validated before any device work. Errors:
+// fp8attn_quant_last_error() (the kernel's message is copied there too).
+// Non-finite inputs: an Inf or a NaN makes the outputs it reaches NaN (no status: the call does
+// not read data back). With K/V smoothing (the channel mean over all keys) one bad K value makes
+// every row of its (batch, KV head) NaN, one bad V value that channel (docs/reliability.md).
 fp8attn_status fp8attn_attention(const fp8attn_attention_args* args, fp8attn_workspace* ws,
                                  void* stream);
 

@@ -111,7 +111,13 @@ typedef struct fp8attn_fwd_params {
 void fp8attn_fwd_params_init(fp8attn_fwd_params* p, int32_t batch, int32_t seqlen_q,
                              int32_t seqlen_k, int32_t heads, int32_t heads_kv, int32_t head_dim);
 
-// Validates every argument, then launches on `stream` (a cudaStream_t, NULL = default).
+// Validates every argument (shapes, strides, alignment, O and LSE overlapping each other or an
+// input), then launches on `stream` (a cudaStream_t, NULL = default); a refused call launches
+// nothing. May be captured into a CUDA graph (even its first call) and replayed on any stream,
+// beside other launches; two executables instantiated from one captured graph must not run at
+// the same time (docs/reliability.md).
+// Non-finite data: a row that a NaN reaches (a NaN E4M3 code or descale) comes out NaN (O and
+// LSE), never as O = 0 / LSE = -inf, which only a row that sees no key gets.
 fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* stream);
 
 // Validation only (no device work); returns the same status the call would.

@@ -39,20 +39,4 @@ fp8attn_status check_device(DeviceInfo* out) {
   return FP8ATTN_SUCCESS;
 }
 
-fp8attn_status tile_counter_slot(int** out) {
-  constexpr int kSlots = 1024;
-  constexpr int kMaxDevices = 64;
-  static std::mutex mu;
-  static int* rings[kMaxDevices] = {};
-  static unsigned next[kMaxDevices] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev >= kMaxDevices)
-    return fail(FP8ATTN_ERROR_CUDA, "cudaGetDevice failed");
-  std::lock_guard<std::mutex> lock(mu);
-  if (!rings[dev] && cudaMalloc(&rings[dev], kSlots * sizeof(int)) != cudaSuccess)
-    return fail(FP8ATTN_ERROR_CUDA, "cudaMalloc of the tile counters failed");
-  *out = rings[dev] + (next[dev]++ % kSlots);
-  return FP8ATTN_SUCCESS;
-}
-
 }  // namespace fp8attn::attn

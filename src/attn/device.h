@@ -1,5 +1,6 @@
 // The device state the attention launch needs, cached per device: its attributes (read once,
-// so launches never pay for cudaGetDeviceProperties) and the ring of persistent tile counters.
+// so launches never pay for cudaGetDeviceProperties). The persistent tile counters are
+// attn/tile_counters.h's.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -21,10 +22,5 @@ struct DeviceInfo {
 
 // The current device's DeviceInfo, or FP8ATTN_ERROR_UNSUPPORTED_DEVICE unless it is an sm_90.
 fp8attn_status check_device(DeviceInfo* out);
-
-// A zeroed-before-use int for one persistent launch: a ring of slots per device, each zeroed on
-// the launching stream right before its launch; launches in flight at the same time on
-// different streams get different slots unless more than 1024 are in flight at once.
-fp8attn_status tile_counter_slot(int** out);
 
 }  // namespace fp8attn::attn

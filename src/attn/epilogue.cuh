@@ -97,7 +97,9 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
     if (row >= p.seqlen_q) continue;
-    const bool empty = inv_l[r] == 0.f;  // no visible key: O = 0, LSE = -inf
+    // No visible key: O = 0, LSE = -inf. A NaN inv_l (a NaN reached the row) is not empty: the
+    // row comes out NaN.
+    const bool empty = inv_l[r] == 0.f;
     __nv_bfloat16* out = p.o + tile.batch * p.o_stride_b + row * p.o_stride_s +
                          tile.head * p.o_stride_h;
 #pragma unroll

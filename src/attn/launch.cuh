@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "attn/capture_mode.h"
 #include "attn/config.h"
 #include "attn/device.h"
 #include "attn/kernel.cuh"
@@ -16,6 +17,7 @@
 #include "attn/pipeline.cuh"
 #include "attn/scheduler.cuh"
 #include "attn/status.h"
+#include "attn/tile_counters.h"
 #include "attn/tma_desc.h"
 #include "fp8attn/fp8attn.h"
 
@@ -94,6 +96,7 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices)
     return fail(FP8ATTN_ERROR_CUDA, "cudaGetDevice failed or device index >= 64");
   std::call_once(once[dev], [dev] {
+    RelaxedCaptureMode relaxed;  // the first call may be inside a graph capture
     attr_err[dev] = cudaFuncSetAttribute(attention_fwd_kernel<Cfg>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
@@ -103,12 +106,14 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   int grid = kp.num_tiles;
   kp.tile_counter = nullptr;
   if (TileScheduler::persistent_grid(kp.num_tiles, dev_info.num_sms, opts.persistent)) {
-    int* counter = nullptr;
-    const fp8attn_status cs = tile_counter_slot(&counter);
-    if (cs != FP8ATTN_SUCCESS) return cs;
-    if (cudaMemsetAsync(counter, 0, sizeof(int), stream) != cudaSuccess)
+    // A counter of this stream (or of this captured launch) that the kernel leaves at zero
+    // (attn/tile_counters.h): no memset per launch, and no two launches in flight share one.
+    TileCounter tc;
+    if (const std::string e = acquire_tile_counter(stream, &tc); !e.empty())
+      return fail(FP8ATTN_ERROR_CUDA, "tile counter: " + e);
+    if (tc.needs_zero && cudaMemsetAsync(tc.counter, 0, sizeof(int), stream) != cudaSuccess)
       return fail(FP8ATTN_ERROR_CUDA, "cudaMemsetAsync of the tile counter failed");
-    kp.tile_counter = counter;
+    kp.tile_counter = tc.counter;
     grid = dev_info.num_sms;
   }
   attention_fwd_kernel<Cfg><<<grid, Cfg::kThreads, kSmem, stream>>>(kp);

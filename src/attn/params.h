@@ -14,7 +14,8 @@ struct KernelParams {
 
   int batch, seqlen_q, seqlen_k, heads, heads_kv, q_per_kv;
   int num_m_blocks, num_tiles;
-  int* tile_counter;  // persistent scheduling: zeroed before the launch; nullptr = one tile per CTA
+  int* tile_counter;  // persistent scheduling: 0 before the launch, reset to 0 by its last claim;
+                     // nullptr = one tile per CTA
   int causal;
   // Causal tile order: (batch, head) pairs are taken in sections of this many, sized so that a
   // section's K and V fit in about half of L2; inside a section, query blocks go longest first

@@ -42,9 +42,19 @@ struct TileScheduler {
   // from a global counter as soon as it has issued the loads of the current one (dynamic, so
   // causal's uneven tiles balance, and the next tile's loads overlap this tile's tail).
   // Otherwise one tile per CTA, and the hardware hands out CTAs in order.
+  //
+  // The counter is zero before the launch and the kernel leaves it zero: every tile a CTA works
+  // on is followed by exactly one claim, so a launch makes num_tiles claims in all, returning
+  // 0 .. num_tiles - 1, and atomicInc with the limit num_tiles - 1 wraps the counter to 0 in the
+  // last of them (one atomic, as atomicAdd was; the key loops' SASS is unchanged). No memset per
+  // launch, and a CUDA graph replays the launch with the counter it captured (the host gives each
+  // stream, and each captured launch, its own counter: attn/tile_counters.h).
   __device__ static int first() { return blockIdx.x; }
   __device__ static int next(const KernelParams& p) {
-    return p.tile_counter ? atomicAdd(p.tile_counter, 1) + static_cast<int>(gridDim.x) : p.num_tiles;
+    if (!p.tile_counter) return p.num_tiles;
+    const unsigned last = static_cast<unsigned>(p.num_tiles - 1);
+    return static_cast<int>(atomicInc(reinterpret_cast<unsigned*>(p.tile_counter), last)) +
+           static_cast<int>(gridDim.x);
   }
 
   // Host side. Causal tile order: sections of (batch, head) pairs whose K and V (E4M3, shared by

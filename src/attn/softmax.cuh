@@ -182,18 +182,22 @@ struct OnlineSoftmax {
     for (int i = 0; i < kBlockN / 4; ++i) p[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
   }
 
-  // End of the tile: reduces l over the quad. Returns 1/l (0 for a row that saw no key).
+  // End of the tile: reduces l over the quad. Returns 1/l: 0 for a row that saw no key (l == 0),
+  // NaN for a row a NaN reached (l is NaN: a NaN score or descale makes its p NaN), so that such
+  // a row comes out NaN and never as O = 0, LSE = -inf like a fully masked row. Same cost as a
+  // `l > 0` test (one compare, one select).
   __device__ __forceinline__ void finalize(float (&inv_l)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       row_sum[r] += __shfl_xor_sync(0xffffffff, row_sum[r], 1);
       row_sum[r] += __shfl_xor_sync(0xffffffff, row_sum[r], 2);
-      inv_l[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+      inv_l[r] = row_sum[r] == 0.f ? 0.f : 1.f / row_sum[r];
     }
   }
-  // Natural-log LSE of row r (after finalize): ln(sum_j exp(score_j)).
+  // Natural-log LSE of row r (after finalize): ln(sum_j exp(score_j)); -inf for a row that saw no
+  // key, NaN for a row a NaN reached.
   __device__ __forceinline__ float lse(int r) const {
-    if (!(row_sum[r] > 0.f)) return -INFINITY;
+    if (row_sum[r] == 0.f) return -INFINITY;
     return (row_max[r] + log2f(row_sum[r]) - kPOffsetLog2) * 0.69314718055994531f;
   }
 };

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "attn/extent.h"
 #include "attn/status.h"
 
 namespace fp8attn::attn {
@@ -15,6 +16,42 @@ namespace {
 std::string str(int64_t v) { return std::to_string(v); }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// Where the tensors lie: O's rows of one head are head_dim contiguous BF16 that no other element
+// of O shares, and neither output (O, LSE) meets the other or any input. Two launches writing
+// the same bytes, or a kernel writing what it reads, would give results that depend on timing.
+fp8attn_status check_layout(const fp8attn_fwd_params* p) {
+  const fp8attn_status bad = FP8ATTN_ERROR_INVALID_ARGUMENT;
+  const int64_t B = p->batch, SQ = p->seqlen_q, SK = p->seqlen_k, H = p->heads, HKV = p->heads_kv;
+  if (p->o_stride_h < 128)
+    return fail(bad, "o_stride_h = " + str(p->o_stride_h) + ": must be >= head_dim (128)");
+  if (!strides_disjoint({{B, p->o_stride_b}, {SQ, p->o_stride_s}, {H, p->o_stride_h}, {128, 1}}))
+    return fail(bad, "o strides (o_stride_b " + str(p->o_stride_b) + ", o_stride_s " + str(p->o_stride_s) +
+                         ", o_stride_h " + str(p->o_stride_h) + ") make elements of o overlap");
+  const Extent o = extent_of(p->o, {{B, p->o_stride_b}, {SQ, p->o_stride_s}, {H, p->o_stride_h}, {128, 1}}, 2);
+  const Extent lse = extent_of(p->lse, {{B * H * SQ, 1}}, 4);
+  if (o.meets(lse)) return fail(bad, "o and lse overlap");
+  const int64_t kblk = (SK + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK;
+  const struct {
+    const char* name;
+    Extent e;
+  } inputs[] = {
+      {"q", extent_of(p->q, {{B, p->q_stride_b}, {SQ, p->q_stride_s}, {H, p->q_stride_h}, {128, 1}}, 1)},
+      {"k", extent_of(p->k, {{B, p->k_stride_b}, {SK, p->k_stride_s}, {HKV, p->k_stride_h}, {128, 1}}, 1)},
+      {"vt", extent_of(p->vt, {{B, p->vt_stride_b}, {HKV, p->vt_stride_h}, {128, p->vt_stride_d},
+                               {p->vt_seqlen_pad, 1}}, 1)},
+      {"q_descale", extent_of(p->q_descale, {{B, p->qd_stride_b}, {H, p->qd_stride_h}, {SQ, p->qd_stride_s}}, 4)},
+      {"k_descale", extent_of(p->k_descale, {{B, p->kd_stride_b}, {HKV, p->kd_stride_h}, {kblk, p->kd_stride_blk}}, 4)},
+      {"v_descale", extent_of(p->v_descale, {{B, p->vd_stride_b}, {HKV, p->vd_stride_h}, {128, p->vd_stride_d}}, 4)},
+      {"lse_bias", extent_of(p->lse_bias, {{B * H * SQ, 1}}, 4)},
+      {"o_bias", extent_of(p->o_bias, {{B, p->ob_stride_b}, {HKV, p->ob_stride_h}, {128, 1}}, 4)},
+  };
+  for (const auto& in : inputs) {
+    if (o.meets(in.e)) return fail(bad, std::string("o overlaps the input ") + in.name);
+    if (lse.meets(in.e)) return fail(bad, std::string("lse overlaps the input ") + in.name);
+  }
+  return FP8ATTN_SUCCESS;
+}
 
 }  // namespace
 
@@ -94,7 +131,7 @@ fp8attn_status validate(const fp8attn_fwd_params* p) {
   for (const void* f : fptrs)
     if (f && (reinterpret_cast<uintptr_t>(f) & 3))
       return fail(bad, "float arrays (descales, lse, lse_bias, o_bias) must be 4-byte aligned");
-  return FP8ATTN_SUCCESS;
+  return check_layout(p);
 }
 
 }  // namespace fp8attn::attn

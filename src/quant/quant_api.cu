@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cmath>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -265,6 +266,12 @@ fp8attn_status plan_q(const fp8attn_bf16_tensor* q, const fp8attn_kv_cache& cach
   }
   if (q_scale != FP8ATTN_Q_SCALE_TOKEN && q_scale != FP8ATTN_Q_SCALE_BLOCK128) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown q_scale " + std::to_string(q_scale));
+  }
+  // The scale enters lse_bias (K smoothing) and the kernel's parameters: a NaN, Inf or
+  // non-positive one would reach every row, so it is refused here, before any launch.
+  if (!(std::isfinite(softmax_scale) && softmax_scale > 0.0f)) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "softmax_scale = " + std::to_string(softmax_scale) + ": must be finite and > 0");
   }
   rows = RowQuantArgs{};
   rows.x = input_of(*q);

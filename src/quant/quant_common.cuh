@@ -19,9 +19,13 @@ struct GroupScale {
 };
 
 // Multiply by inv to quantize, by descale to dequantize. Below 2^-100 the reciprocal could
-// overflow; such a group quantizes to zeros with scale 1 (so does amax = 0).
+// overflow; such a group quantizes to zeros with scale 1 (so does amax = 0). An infinite or NaN
+// amax (an Inf in the group, or a NaN mean from smoothing) gives NaN scales, so the whole group
+// and every attention row that reads it come out NaN: loud, never saturated to a finite +-448
+// (docs/reliability.md). A NaN element needs nothing: it quantizes to the E4M3 NaN.
 __device__ __forceinline__ GroupScale group_scale(float amax) {
-  if (!(amax >= 0x1p-100f && amax <= FLT_MAX)) return {1.0f, 1.0f};
+  if (!(amax <= FLT_MAX)) return {__int_as_float(0x7fffffff), __int_as_float(0x7fffffff)};
+  if (!(amax >= 0x1p-100f)) return {1.0f, 1.0f};
   return {__fdiv_rn(kE4M3Max, amax), __fdiv_rn(amax, kE4M3Max)};
 }
 

@@ -349,8 +349,10 @@ struct Output {
 // from the model's mirror (model/kernel_mirror), so that each checks the other
 // (Checks.HostMirrorMatchesModelMirror); the FP64 tests use it as their RMSE yardstick.
 // `choice` replaces kernel_choice(p.s) (the checks' own tests: numerics the kernel does not run).
+// `rows` (indices (b * h + head) * sq + t): only those rows are computed (the others stay 0).
 inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nullptr,
-                            const KernelChoice* choice = nullptr) {
+                            const KernelChoice* choice = nullptr,
+                            const std::vector<int64_t>* rows = nullptr) {
   const Shape& s = p.s;
   const KernelChoice kc = choice ? *choice : kernel_choice(s);
   const int bn = kc.block_n;
@@ -360,7 +362,8 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
   if (pre_bf16) pre_bf16->assign(out.o_bits.size(), 0.f);
   const int group = s.h / s.h_kv;
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  parallel_for(int64_t(s.b) * s.h * s.sq, [&](int64_t idx) {
+  parallel_for(rows ? int64_t(rows->size()) : int64_t(s.b) * s.h * s.sq, [&](int64_t k) {
+    const int64_t idx = rows ? (*rows)[k] : k;
     const int t = int(idx % s.sq), h = int(idx / s.sq % s.h), b = int(idx / s.sq / s.h);
     const int hk = h / group, end = s.key_end(t);
     const float q_scale = scale_log2 * p.q_descale[(int64_t(b) * s.h + h) * s.sq + t];

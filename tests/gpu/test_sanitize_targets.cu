@@ -1,0 +1,96 @@
+// The launches scripts/gpu/sanitize.sh runs under compute-sanitizer (memcheck, racecheck,
+// initcheck, synccheck), one per test so that each tool sees one target at a time:
+//   Sanitize.DefaultCausal / DefaultFull: the shipped default (E4M3 P, one K descale per head:
+//     192-key blocks) at a persistent shape, 144 tiles of 128 rows > 132 SMs (b 1, h 18, s 1024)
+//   Sanitize.HiLo / Fp16: the other precision modes at the same shape (causal)
+//   Sanitize.PrePass: the end-to-end call (pre-pass with default options + kernel) at that shape
+// Each also checks its output: every O and LSE element written and finite.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "fp8attn/attention.h"
+#include "fp8attn/fp8attn.h"
+#include "tests/gpu/test_attention_util.cuh"
+
+namespace fp8attn::test {
+namespace {
+
+constexpr int kB = 1, kS = 1024, kH = 18, kHkv = 2;  // 8 query blocks x 18 heads = 144 tiles
+
+void expect_written(const Output& out) {
+  int64_t bad_o = 0, bad_lse = 0;
+  for (size_t i = 0; i < out.o_bits.size(); ++i) bad_o += !std::isfinite(out.o(int64_t(i)));
+  for (float l : out.lse) bad_lse += !std::isfinite(l);
+  EXPECT_EQ(bad_o, 0) << "O elements not finite (unwritten poison or NaN)";
+  EXPECT_EQ(bad_lse, 0) << "LSE elements not finite";
+}
+
+void run_kernel(Shape s) {
+  FP8ATTN_REQUIRE_SM90();
+  const Problem prob = make_problem(s, 0x5a717e);
+  DeviceRun run(prob);
+  fp8attn_fwd_params p = run.params();
+  ASSERT_EQ(fp8attn_attention_fwd(&p, nullptr), FP8ATTN_SUCCESS) << fp8attn_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  Output out;
+  std::string why;
+  ASSERT_TRUE(run.download(out, why)) << why;
+  expect_written(out);
+}
+
+Shape shape(bool causal, int pp, bool k_head) {
+  Shape s{kB, kS, kS, kH, kHkv, causal, pp};
+  s.k_head = k_head;
+  return s;
+}
+
+TEST(Sanitize, DefaultCausal) { run_kernel(shape(true, FP8ATTN_P_E4M3, true)); }
+TEST(Sanitize, DefaultFull) { run_kernel(shape(false, FP8ATTN_P_E4M3, true)); }
+TEST(Sanitize, HiLo) { run_kernel(shape(true, FP8ATTN_P_E4M3_HILO, false)); }
+TEST(Sanitize, Fp16) { run_kernel(shape(true, FP8ATTN_P_FP16, false)); }
+
+TEST(Sanitize, PrePass) {
+  FP8ATTN_REQUIRE_SM90();
+  std::mt19937_64 rng(0x5a717f);
+  std::normal_distribution<float> n01(0.f, 1.f);
+  const size_t nq = size_t(kB) * kS * kH * kD, nk = size_t(kB) * kS * kHkv * kD;
+  std::vector<uint16_t> hq(nq), hk(nk), hv(nk);
+  for (auto* v : {&hq, &hk, &hv})
+    for (auto& x : *v) x = model::float_to_bf16(n01(rng));
+  void *q, *k, *v, *o, *lse;
+  ASSERT_EQ(cudaMalloc(&q, nq * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&k, nk * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&v, nk * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&o, nq * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&lse, size_t(kB) * kH * kS * 4), cudaSuccess);
+  cudaMemcpy(q, hq.data(), nq * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(k, hk.data(), nk * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(v, hv.data(), nk * 2, cudaMemcpyHostToDevice);
+  cudaMemset(o, 0xFF, nq * 2);
+  cudaMemset(lse, 0xFF, size_t(kB) * kH * kS * 4);
+  fp8attn_attention_args a;
+  fp8attn_attention_args_init(&a);
+  a.q = {q, kB, kS, kH, kD, int64_t(kS) * kH * kD, int64_t(kH) * kD, kD};
+  a.k = {k, kB, kS, kHkv, kD, int64_t(kS) * kHkv * kD, int64_t(kHkv) * kD, kD};
+  a.v = {v, kB, kS, kHkv, kD, int64_t(kS) * kHkv * kD, int64_t(kHkv) * kD, kD};
+  a.o = o, a.lse = static_cast<float*>(lse);
+  a.causal = 1;
+  fp8attn_workspace* ws = fp8attn_workspace_create();
+  ASSERT_EQ(fp8attn_attention(&a, ws, nullptr), FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  Output out;
+  out.o_bits.resize(nq);
+  out.lse.resize(size_t(kB) * kH * kS);
+  cudaMemcpy(out.o_bits.data(), o, nq * 2, cudaMemcpyDeviceToHost);
+  cudaMemcpy(out.lse.data(), lse, out.lse.size() * 4, cudaMemcpyDeviceToHost);
+  expect_written(out);
+  fp8attn_workspace_destroy(ws);
+  for (void* ptr : {q, k, v, o, lse}) cudaFree(ptr);
+}
+
+}  // namespace
+}  // namespace fp8attn::test
