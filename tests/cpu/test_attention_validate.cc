@@ -16,16 +16,17 @@ using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
 using fp8attn::attn::validate;
 
-// A valid call's parameters with fake (aligned, never dereferenced) device pointers.
+// A valid call's parameters with fake (aligned, never dereferenced) device pointers, 4 GiB apart
+// so that no tensor's span meets another's (the layout check rejects overlapping outputs).
 fp8attn_fwd_params valid_params(std::mt19937& rng) {
   std::uniform_int_distribution<int> len(1, 5000), hkv(1, 8), group(1, 4);
   const int heads_kv = hkv(rng);
   fp8attn_fwd_params p;
   fp8attn_fwd_params_init(&p, 1 + len(rng) % 4, len(rng), len(rng), heads_kv * group(rng), heads_kv, 128);
-  p.q = reinterpret_cast<void*>(uintptr_t{0x10000});
-  p.k = reinterpret_cast<void*>(uintptr_t{0x20000});
-  p.vt = reinterpret_cast<void*>(uintptr_t{0x30000});
-  p.o = reinterpret_cast<void*>(uintptr_t{0x40000});
+  p.q = reinterpret_cast<void*>(uintptr_t{1} << 32);
+  p.k = reinterpret_cast<void*>(uintptr_t{2} << 32);
+  p.vt = reinterpret_cast<void*>(uintptr_t{3} << 32);
+  p.o = reinterpret_cast<void*>(uintptr_t{4} << 32);
   return p;
 }
 
