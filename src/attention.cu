@@ -155,6 +155,7 @@ fp8attn_status fp8attn_attention(const fp8attn_attention_args* a, fp8attn_worksp
                                                     ") must be a multiple of heads_kv (" +
                                                     std::to_string(HKV) + ")");
   }
+  if (fp8attn_status s = fp8attn_check_quant_options(&a->quant); s != FP8ATTN_SUCCESS) return s;
   const float scale = a->softmax_scale != 0.0f ? a->softmax_scale : 1.0f / std::sqrt(128.0f);
   // Everything is validated before any device work (and before the workspace grows): the
   // kernel's own arguments on a stand-in of the parameters it will get, then where the outputs lie.

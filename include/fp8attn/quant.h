@@ -67,6 +67,11 @@ typedef struct fp8attn_quant_options {
 // Hadamard rotation of Q and K on, per-token Q, per-head K and per-channel V scales.
 void fp8attn_quant_options_init(fp8attn_quant_options* options);
 
+// FP8ATTN_SUCCESS when every option holds a known value (q_scale, v_scale, k_scale); otherwise
+// FP8ATTN_ERROR_INVALID_ARGUMENT naming the option (fp8attn_quant_last_error). No device work:
+// the end-to-end call runs it before anything else, so a bad option never grows a workspace.
+fp8attn_status fp8attn_check_quant_options(const fp8attn_quant_options* options);
+
 // 1 when the Hadamard rotation negates channel `c` (0..127) before the transform. splitmix64 of
 // the seed and the channel's 64-bit word: the GPU host code and the CPU mirror both call this.
 static inline int fp8attn_hadamard_sign_negative(uint64_t seed, int c) {

@@ -43,7 +43,11 @@ for tt in "${tools[@]}"; do
       "$BIN" --gtest_filter="Sanitize.$target" > "$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - t0 ))
+    # memcheck, initcheck, synccheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY:
+    # H hazards displayed (N errors, W warnings)".
     errors=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -1 | grep -oE '[0-9]+')
+    [[ -z "$errors" ]] && errors=$(grep -oE 'RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ error' "$log" |
+      tail -1 | grep -oE '[0-9]+ error' | grep -oE '[0-9]+')
     if (( rc == 124 || rc == 137 )); then status="timed out after ${limit}s"; errors=-1
     elif [[ -z "$errors" ]]; then status="no summary (rc $rc)"; errors=-1
     elif grep -q '\[  FAILED  \]' "$log"; then status="test failed (rc $rc)"

@@ -179,14 +179,7 @@ fp8attn_status plan_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* 
                 "cache not initialized for this shape (fp8attn_kv_cache_init with k's batch, "
                 "seqlen, heads)");
   }
-  if (options->v_scale != FP8ATTN_V_SCALE_CHANNEL && options->v_scale != FP8ATTN_V_SCALE_HEAD) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " +
-                                                    std::to_string(options->v_scale));
-  }
-  if (options->k_scale != FP8ATTN_K_SCALE_HEAD && options->k_scale != FP8ATTN_K_SCALE_BLOCK128) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown k_scale " +
-                                                    std::to_string(options->k_scale));
-  }
+  if (fp8attn_status s = fp8attn_check_quant_options(options); s != FP8ATTN_SUCCESS) return s;
   const size_t need = fp8attn_quantize_kv_workspace_bytes(k->batch, k->seqlen, k->heads);
   if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % kAlign ||
       workspace_bytes < need) {
@@ -321,6 +314,17 @@ extern "C" {
 const char* fp8attn_quant_last_error(void) { return g_last_error.c_str(); }
 
 const char* fp8attn_quant_variant(void) { return "v2"; }
+
+fp8attn_status fp8attn_check_quant_options(const fp8attn_quant_options* o) {
+  if (o == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "options is null");
+  if (o->q_scale != FP8ATTN_Q_SCALE_TOKEN && o->q_scale != FP8ATTN_Q_SCALE_BLOCK128)
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown q_scale " + std::to_string(o->q_scale));
+  if (o->v_scale != FP8ATTN_V_SCALE_CHANNEL && o->v_scale != FP8ATTN_V_SCALE_HEAD)
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " + std::to_string(o->v_scale));
+  if (o->k_scale != FP8ATTN_K_SCALE_HEAD && o->k_scale != FP8ATTN_K_SCALE_BLOCK128)
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown k_scale " + std::to_string(o->k_scale));
+  return FP8ATTN_SUCCESS;
+}
 
 void fp8attn_quant_options_init(fp8attn_quant_options* o) {
   *o = fp8attn_quant_options{};

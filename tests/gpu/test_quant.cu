@@ -443,7 +443,10 @@ TEST(QuantApi, ParamsCarryTheKScaleGranularity) {
   for (const int k_scale : {kKHead, kKBlk}) {
     cache.options.k_scale = k_scale;
     fp8attn_fwd_params p{};
-    ASSERT_EQ(fp8attn_fwd_params_from_quant(&p, &qq, &cache, fake, nullptr), FP8ATTN_SUCCESS)
+    // O far from the fake buffer the cache and Q claim (the layout check rejects an O that
+    // overlaps an input).
+    void* o = reinterpret_cast<void*>(uintptr_t{1} << 44);
+    ASSERT_EQ(fp8attn_fwd_params_from_quant(&p, &qq, &cache, o, nullptr), FP8ATTN_SUCCESS)
         << fp8attn_quant_last_error();
     EXPECT_EQ(p.kd_stride_blk, k_scale == kKHead ? 0 : 1);
     EXPECT_EQ(p.kd_stride_h, 3);  // ceil(300 / 128) entries per head either way
