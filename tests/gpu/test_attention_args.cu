@@ -16,16 +16,12 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Fake, well-aligned device-looking pointers, never dereferenced (validation must reject before
-// any access), 4 GiB apart so that no tensor's span meets another's (the layout check rejects
-// an O that overlaps an input).
+// Fake, well-aligned device-looking pointers: validation must reject before dereferencing.
 fp8attn_fwd_params valid_params(int b = 2, int sq = 100, int sk = 300, int h = 4, int h_kv = 2) {
+  alignas(256) static uint8_t arena[4][256];
   fp8attn_fwd_params p;
   fp8attn_fwd_params_init(&p, b, sq, sk, h, h_kv, 128);
-  p.q = reinterpret_cast<void*>(uintptr_t{1} << 32);
-  p.k = reinterpret_cast<void*>(uintptr_t{2} << 32);
-  p.vt = reinterpret_cast<void*>(uintptr_t{3} << 32);
-  p.o = reinterpret_cast<void*>(uintptr_t{4} << 32);
+  p.q = arena[0], p.k = arena[1], p.vt = arena[2], p.o = arena[3];
   return p;
 }
 
