@@ -3,16 +3,17 @@
 // device work, so bad input never reaches the kernel.
 #include <cuda_runtime.h>
 
-#include "attn/device.h"
 #include "attn/launch.h"
 #include "attn/select.h"
 #include "attn/status.h"
 #include "attn/validate.h"
+#include "common/device.h"
 #include "fp8attn/fp8attn.h"
 
 extern "C" {
 
 fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* stream) {
+  using namespace fp8attn;
   using namespace fp8attn::attn;
   clear_error();
   fp8attn_status s = validate(params);

@@ -5,7 +5,12 @@
 //   fp8attn::attention(q, k, v, o, lse, {}, ws);  // BF16 in, BF16 O + FP32 LSE out
 //
 // Users who keep an FP8 KV cache across calls use fp8attn_quantize_kv once and
-// fp8attn_quantize_q + fp8attn_fwd_params_from_quant + fp8attn_attention_fwd per call instead.
+// fp8attn_quantize_q + fp8attn_fwd_params_from_quant + fp8attn_attention_fwd per call instead:
+// fp8attn_fwd_params_from_quant (below) is where the pre-pass's outputs meet the kernel's
+// parameters (the pre-pass itself knows nothing of fp8attn_fwd_params).
+//
+// Errors: the library has one error channel per thread; fp8attn_last_error() and
+// fp8attn_quant_last_error() return the same message, whichever stage set it.
 #ifndef FP8ATTN_ATTENTION_H_
 #define FP8ATTN_ATTENTION_H_
 
@@ -45,13 +50,22 @@ typedef struct fp8attn_attention_args {
   fp8attn_quant_options quant;
 } fp8attn_attention_args;
 
+// Fills the kernel's parameters from a quantized Q and a KV cache: shapes, strides, every
+// descale (K's with kd_stride_blk = 0 when the cache has one scale per head), lse_bias (when K
+// was smoothed), o_bias (when V was smoothed), and q's softmax_scale. o is BF16
+// (batch, seqlen_q, heads, 128) contiguous; lse may be NULL. causal and p_precision are left at
+// their init values (0). FP8ATTN_ERROR_INVALID_ARGUMENT when a pointer is NULL or q and the
+// cache disagree (batch; heads_kv must divide heads). Host only: no device work.
+fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* params, const fp8attn_q_quant* q,
+                                             const fp8attn_kv_cache* cache, void* o, float* lse);
+
 // Zeroes everything, then the quantization defaults (fp8attn_quant_options_init).
 void fp8attn_attention_args_init(fp8attn_attention_args* args);
 
 // Pre-pass (K/V, then Q) and kernel on `stream`, all asynchronous once the workspace is large
 // enough (grown here if not; inside a graph capture it cannot grow: reserve it first). Every
-// argument, the kernel's included, is validated before any device work. Errors:
-// fp8attn_quant_last_error() (the kernel's message is copied there too).
+// argument, the kernel's included, is validated before any device work. Errors: the one
+// channel (fp8attn_last_error() == fp8attn_quant_last_error()), whichever stage failed.
 // Non-finite inputs: an Inf or a NaN makes the outputs it reaches NaN (no status: the call does
 // not read data back). With K/V smoothing (the channel mean over all keys) one bad K value makes
 // every row of its (batch, KV head) NaN, one bad V value that channel (docs/reliability.md).

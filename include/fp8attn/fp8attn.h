@@ -123,7 +123,10 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
 // Validation only (no device work); returns the same status the call would.
 fp8attn_status fp8attn_check_fwd_params(const fp8attn_fwd_params* params);
 
-// Human-readable reason for the last non-success status on this thread ("" if none).
+// Human-readable reason of the last failed call on this thread, "" after a call that succeeded.
+// One channel for the whole library (kernel, pre-pass, end to end): fp8attn_quant_last_error()
+// returns the same message. It names the stage that refused ("fp8attn: ", "fp8attn pre-pass: ",
+// "fp8attn attention: ").
 const char* fp8attn_last_error(void);
 
 #ifdef __cplusplus

@@ -45,8 +45,8 @@ typedef enum fp8attn_v_scale {
 
 // Granularity of the K scales. Both are stored per (batch, kv head, block of FP8ATTN_K_SCALE_BLOCK
 // keys); with FP8ATTN_K_SCALE_HEAD every block of a head holds the head's one value, and
-// fp8attn_fwd_params_from_quant passes it with kd_stride_blk = 0, for which the kernel runs its
-// faster 192-key blocks (a per-block descale needs 128-key blocks).
+// fp8attn_fwd_params_from_quant (fp8attn/attention.h) passes it with kd_stride_blk = 0, for which
+// the kernel runs its faster 192-key blocks (a per-block descale needs 128-key blocks).
 typedef enum fp8attn_k_scale {
   FP8ATTN_K_SCALE_HEAD = 0,      // one scale per (batch, kv head) over all keys (exact amax)
   FP8ATTN_K_SCALE_BLOCK128 = 1,  // one scale per (batch, kv head, 128 keys)
@@ -155,14 +155,9 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
                                     fp8attn_kv_cache* cache, fp8attn_q_quant* q_out,
                                     void* workspace, size_t workspace_bytes, void* stream);
 
-// Fills the kernel's parameters from a quantized Q and a KV cache: shapes, strides, every
-// descale, lse_bias (when K was smoothed) and o_bias (when V was smoothed). o is BF16
-// (batch, seqlen_q, heads, 128) contiguous; lse may be NULL. causal and p_precision are left at
-// their init values (0).
-fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* params, const fp8attn_q_quant* q,
-                                             const fp8attn_kv_cache* cache, void* o, float* lse);
-
-// Reason for the last non-success status of a pre-pass call on this thread ("" if none).
+// The reason of the last failed call on this thread, "" after a call that succeeded. The library
+// has one error channel: this returns the same message as fp8attn_last_error() (kept so that
+// existing callers of either getter work).
 const char* fp8attn_quant_last_error(void);
 
 // The fused-pass kernels the library runs: "v2" (the only ones since the first kernels, "v1",

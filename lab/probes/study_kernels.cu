@@ -18,6 +18,7 @@
 #include "study_kernels.h"
 
 namespace {
+using namespace fp8attn;  // DeviceInfo, check_device, clear_error (src/common/)
 using namespace fp8attn::attn;
 constexpr PPrecision E = PPrecision::kE4M3, H = PPrecision::kE4M3HiLo;
 

@@ -1,5 +1,5 @@
 // Host checks on where strided tensors lie in memory, for the argument validation of the entry
-// points (src/api.cu, src/attention.cu): a tensor's byte span, whether a written tensor's own
+// points (src/api.cu, src/compose/attention.cu): a tensor's byte span, whether a written tensor's own
 // elements may share bytes, and whether two tensors' spans meet.
 #pragma once
 #include <algorithm>

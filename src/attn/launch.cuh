@@ -11,7 +11,6 @@
 
 #include "attn/capture_mode.h"
 #include "attn/config.h"
-#include "attn/device.h"
 #include "attn/kernel.cuh"
 #include "attn/launch.h"
 #include "attn/pipeline.cuh"

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "attn/config.h"
-#include "attn/device.h"
+#include "common/device.h"
 #include "fp8attn/fp8attn.h"
 
 namespace fp8attn::attn {
@@ -15,7 +15,8 @@ struct LaunchOptions {
   bool causal_sections = true;  // causal: longest first across L2-sized sections of heads
 };
 
-// Launches Config Cfg on validated parameters (validate()) on the current device (dev_info).
+// Launches Config Cfg on validated parameters (validate()) on the current device (dev_info,
+// common/device.h).
 template <class Cfg>
 fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
                       const LaunchOptions& opts, cudaStream_t stream);

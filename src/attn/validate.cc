@@ -165,7 +165,7 @@ void fp8attn_fwd_params_init(fp8attn_fwd_params* p, int32_t batch, int32_t seqle
 }
 
 fp8attn_status fp8attn_check_fwd_params(const fp8attn_fwd_params* params) {
-  fp8attn::attn::clear_error();
+  fp8attn::clear_error();
   return fp8attn::attn::validate(params);
 }
 

@@ -8,10 +8,11 @@
 
 #include <cuda_runtime.h>
 
+#include "common/device.h"
+#include "common/status.h"
 #include "fp8attn/quant.h"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
-#include "quant/status.h"
 
 // The K scale granularity filled what was padding before hadamard_seed: the struct keeps its
 // size and the seed its offset (bench/bench_prepass.py mirrors the layout and checks it).
@@ -20,14 +21,6 @@ static_assert(sizeof(fp8attn_quant_options) == 32 &&
               offsetof(fp8attn_quant_options, hadamard_seed) == 24);
 
 namespace fp8attn::quant {
-
-thread_local std::string g_last_error;
-
-fp8attn_status set_error(fp8attn_status status, const std::string& what) {
-  g_last_error = what;
-  return status;
-}
-
 namespace {
 
 fp8attn_status fail(fp8attn_status status, const std::string& what) {
@@ -86,20 +79,10 @@ Bf16Input input_of(const fp8attn_bf16_tensor& t) {
           t.batch,  t.seqlen, t.heads};
 }
 
+// The library's one device cache (common/device.h): an sm_90 or a message.
 fp8attn_status check_device() {
-  int dev = 0, major = 0, minor = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  if (e != cudaSuccess) {
-    return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE,
-                std::string("no usable CUDA device: ") + cudaGetErrorString(e));
-  }
-  if (major != 9 || minor != 0) {
-    return fail(FP8ATTN_ERROR_UNSUPPORTED_DEVICE, "needs an sm_90 device, found sm_" +
-                                                      std::to_string(major * 10 + minor));
-  }
-  return FP8ATTN_SUCCESS;
+  DeviceInfo info;
+  return fp8attn::check_device(&info);
 }
 
 void hadamard_bits(uint64_t seed, uint32_t (&bits)[4]) {
@@ -311,8 +294,6 @@ using namespace fp8attn::quant;
 
 extern "C" {
 
-const char* fp8attn_quant_last_error(void) { return g_last_error.c_str(); }
-
 const char* fp8attn_quant_variant(void) { return "v2"; }
 
 fp8attn_status fp8attn_check_quant_options(const fp8attn_quant_options* o) {
@@ -350,6 +331,7 @@ size_t fp8attn_kv_cache_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv,
 fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size_t bytes,
                                      int32_t batch, int32_t seqlen_k, int32_t heads_kv,
                                      int32_t head_dim, int32_t vt_seqlen_pad) {
+  fp8attn::clear_error();
   if (cache == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "cache is null");
   if (!shape_ok(batch, seqlen_k, heads_kv, head_dim)) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
@@ -386,6 +368,7 @@ size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int3
 fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
                                    const fp8attn_quant_options* options, fp8attn_kv_cache* cache,
                                    void* workspace, size_t workspace_bytes, void* stream) {
+  fp8attn::clear_error();
   KvPlan plan;
   if (fp8attn_status s = plan_kv(k, v, options, cache, workspace, workspace_bytes, plan);
       s != FP8ATTN_SUCCESS) {
@@ -409,6 +392,7 @@ size_t fp8attn_q_quant_bytes(int32_t batch, int32_t seqlen_q, int32_t heads, int
 fp8attn_status fp8attn_q_quant_init(fp8attn_q_quant* out, void* buffer, size_t bytes,
                                     int32_t batch, int32_t seqlen_q, int32_t heads,
                                     int32_t head_dim) {
+  fp8attn::clear_error();
   if (out == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant is null");
   if (!shape_ok(batch, seqlen_q, heads, head_dim)) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
@@ -430,6 +414,7 @@ fp8attn_status fp8attn_q_quant_init(fp8attn_q_quant* out, void* buffer, size_t b
 fp8attn_status fp8attn_quantize_q(const fp8attn_bf16_tensor* q, const fp8attn_kv_cache* cache,
                                   int32_t q_scale, float softmax_scale, fp8attn_q_quant* out,
                                   void* stream) {
+  fp8attn::clear_error();
   if (cache == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "cache is null");
   RowQuantArgs rows;
   if (fp8attn_status s = plan_q(q, *cache, cache->options, q_scale, softmax_scale, out, rows);
@@ -446,6 +431,7 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
                                     const fp8attn_quant_options* options, float softmax_scale,
                                     fp8attn_kv_cache* cache, fp8attn_q_quant* q_out,
                                     void* workspace, size_t workspace_bytes, void* stream) {
+  fp8attn::clear_error();
   KvPlan plan;
   if (fp8attn_status s = plan_kv(k, v, options, cache, workspace, workspace_bytes, plan);
       s != FP8ATTN_SUCCESS) {
@@ -464,43 +450,6 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
   // The K/V launch, then Q's: Q's tiles inside the K/V launch measured slower on the H200.
   if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
   return launch_fused_q(qrows, st);
-}
-
-fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* p, const fp8attn_q_quant* q,
-                                             const fp8attn_kv_cache* cache, void* o, float* lse) {
-  if (p == nullptr || q == nullptr || cache == nullptr || q->q == nullptr || cache->k == nullptr) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "params, q_quant or cache is null");
-  }
-  if (q->batch != cache->batch || q->heads % cache->heads_kv) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q_quant and cache disagree on batch / heads");
-  }
-  const int B = q->batch, SQ = q->seqlen_q, SK = cache->seqlen_k, H = q->heads;
-  const int HKV = cache->heads_kv, D = kHeadDim, PAD = cache->vt_seqlen_pad;
-  fp8attn_fwd_params_init(p, B, SQ, SK, H, HKV, D);
-  p->q = q->q;  // contiguous strides from init
-  p->k = cache->k;
-  p->vt = cache->vt;
-  p->vt_seqlen_pad = PAD;
-  p->vt_stride_d = PAD;
-  p->vt_stride_h = static_cast<int64_t>(D) * PAD;
-  p->vt_stride_b = static_cast<int64_t>(HKV) * D * PAD;
-  p->o = o;
-  p->lse = lse;
-  p->q_descale = q->q_descale;
-  p->qd_stride_s = 1, p->qd_stride_h = SQ, p->qd_stride_b = static_cast<int64_t>(H) * SQ;
-  const int nblk = ceil_div(SK, FP8ATTN_K_SCALE_BLOCK);
-  p->k_descale = cache->k_descale;
-  p->kd_stride_h = nblk, p->kd_stride_b = static_cast<int64_t>(HKV) * nblk;
-  // Per head: every block of a head holds the same value; stride 0 along blocks is how the
-  // kernel learns it, and picks its 192-key blocks (src/api.cu).
-  p->kd_stride_blk = cache->options.k_scale == FP8ATTN_K_SCALE_HEAD ? 0 : 1;
-  p->v_descale = cache->v_descale;
-  p->vd_stride_d = 1, p->vd_stride_h = D, p->vd_stride_b = static_cast<int64_t>(HKV) * D;
-  p->lse_bias = cache->options.smooth_k ? q->lse_bias : nullptr;
-  p->o_bias = cache->options.smooth_v ? cache->v_mean : nullptr;
-  p->ob_stride_h = D, p->ob_stride_b = static_cast<int64_t>(HKV) * D;
-  p->softmax_scale = q->softmax_scale;
-  return FP8ATTN_SUCCESS;
 }
 
 }  // extern "C"

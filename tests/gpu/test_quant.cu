@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8attn/quant.h"
+#include "fp8attn/attention.h"  // fp8attn_fwd_params_from_quant; includes quant.h
 #include "model/codecs.h"
 #include "model/prepass.h"
 #include "tests/common/fixtures.h"

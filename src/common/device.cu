@@ -1,10 +1,15 @@
-#include "attn/device.h"
+#include "common/device.h"
 
 #include <mutex>
 
-#include "attn/status.h"
+#include "common/status.h"
 
-namespace fp8attn::attn {
+namespace fp8attn {
+namespace {
+fp8attn_status fail(fp8attn_status s, const std::string& msg) {
+  return set_error(s, "fp8attn: " + msg);
+}
+}  // namespace
 
 fp8attn_status check_device(DeviceInfo* out) {
   constexpr int kMaxDevices = 64;
@@ -39,4 +44,4 @@ fp8attn_status check_device(DeviceInfo* out) {
   return FP8ATTN_SUCCESS;
 }
 
-}  // namespace fp8attn::attn
+}  // namespace fp8attn

@@ -1,5 +1,7 @@
 // End-to-end attention on BF16 tensors (include/fp8attn/attention.h): the pre-pass into a
-// reusable workspace, then fp8attn_attention_fwd.
+// reusable workspace, then fp8attn_attention_fwd on the parameters the composition builds from
+// the pre-pass's outputs (compose/kernel_params.h). Both stages report on the library's one
+// error channel (common/status.h) and share one device cache (common/device.h).
 #include <cmath>
 #include <cstdint>
 #include <new>
@@ -8,8 +10,9 @@
 #include <cuda_runtime.h>
 
 #include "attn/extent.h"
+#include "common/status.h"
+#include "compose/kernel_params.h"
 #include "fp8attn/attention.h"
-#include "quant/status.h"
 
 struct fp8attn_workspace {
   void* data = nullptr;
@@ -18,10 +21,11 @@ struct fp8attn_workspace {
 
 namespace {
 
-using fp8attn::quant::set_error;
+using fp8attn::compose::apply_call_args;
+using fp8attn::compose::kernel_params;
 
 fp8attn_status fail(fp8attn_status s, const std::string& what) {
-  return set_error(s, "fp8attn attention: " + what);
+  return fp8attn::set_error(s, "fp8attn attention: " + what);
 }
 
 // The workspace holds, in order: the KV cache, the quantized Q, the pre-pass scratch. Each
@@ -37,42 +41,53 @@ Pieces pieces(int batch, int seqlen_q, int seqlen_k, int heads, int heads_kv, in
           fp8attn_quantize_kv_workspace_bytes(batch, seqlen_k, heads_kv)};
 }
 
-// What the call's arguments change in the kernel's parameters.
-void apply_call_args(const fp8attn_attention_args* a, fp8attn_fwd_params* params) {
-  if (a->o_stride_b || a->o_stride_s || a->o_stride_h) {
-    params->o_stride_b = a->o_stride_b, params->o_stride_s = a->o_stride_s;
-    params->o_stride_h = a->o_stride_h;
-  }
-  params->causal = a->causal;
-  params->p_precision = a->p_precision;
-}
-
 // The bytes [lo, hi) a BF16 tensor may touch (head_dim 128).
 fp8attn::attn::Extent extent_of(const fp8attn_bf16_tensor& t) {
   return fp8attn::attn::extent_of(
       t.data, {{t.batch, t.stride_b}, {t.seqlen, t.stride_s}, {t.heads, t.stride_h}, {128, 1}}, 2);
 }
 
-// Checks the kernel's arguments as fp8attn_attention_fwd will get them (the quantized Q and
-// cache stand in at the workspace's start: their placement cannot make a valid call invalid),
-// then that O and LSE meet none of q, k, v and not the workspace. No device work.
+// The KV cache and the quantized Q laid out in the workspace's first two pieces from `base`
+// (host only: carves pointers, no device work).
+fp8attn_status lay_out(char* base, const Pieces& p, const fp8attn_attention_args& a,
+                       fp8attn_kv_cache* cache, fp8attn_q_quant* qq) {
+  fp8attn_status s = fp8attn_kv_cache_init(cache, base, p.cache, a.k.batch, a.k.seqlen, a.k.heads,
+                                           a.k.head_dim, 0);
+  if (s == FP8ATTN_SUCCESS) {
+    s = fp8attn_q_quant_init(qq, base + p.cache, p.q, a.q.batch, a.q.seqlen, a.q.heads, a.q.head_dim);
+  }
+  return s;
+}
+
+// The kernel's parameters for the call, from the pre-pass's outputs in the workspace.
+fp8attn_fwd_params call_params(const fp8attn_attention_args& a, const fp8attn_q_quant& qq,
+                               const fp8attn_kv_cache& cache) {
+  fp8attn_fwd_params params = kernel_params(qq, cache, a.o, a.lse);
+  apply_call_args(a, &params);
+  return params;
+}
+
+// Checks the kernel's arguments as fp8attn_attention_fwd will get them, built the same way as
+// the launch's (call_params) from a quantized Q and cache that stand in at the workspace's
+// start (their placement cannot make a valid call invalid), then that O and LSE meet none of
+// q, k, v and not the workspace. No device work.
 fp8attn_status check_before_launch(const fp8attn_attention_args* a, const fp8attn_workspace* ws,
                                    const Pieces& p, float scale) {
   if (!std::isfinite(scale) || !(scale > 0.0f)) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                 "softmax_scale = " + std::to_string(a->softmax_scale) + ": must be finite and > 0 (0: 1/sqrt(128))");
   }
-  fp8attn_fwd_params params;
-  fp8attn_fwd_params_init(&params, a->q.batch, a->q.seqlen, a->k.seqlen, a->q.heads, a->k.heads, 128);
-  // Stand-ins for the quantized Q, K, V^T: an aligned address no allocation can have (page 0),
-  // so that only the caller's pointers and arguments decide; the real ones lie in the workspace,
-  // which is checked against the outputs below.
-  const void* stand_in = reinterpret_cast<const void*>(uintptr_t{256});
-  params.q = params.k = params.vt = stand_in;
-  params.o = a->o;
-  params.lse = a->lse;
-  params.softmax_scale = scale;
-  apply_call_args(a, &params);
+  // The stand-in workspace starts at an aligned address no allocation can have (page 0), so
+  // that only the caller's pointers and arguments decide; the real workspace is checked against
+  // the outputs below.
+  fp8attn_kv_cache cache;
+  fp8attn_q_quant qq;
+  if (lay_out(reinterpret_cast<char*>(uintptr_t{256}), p, *a, &cache, &qq) != FP8ATTN_SUCCESS) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, fp8attn_last_error());
+  }
+  cache.options = a->quant;  // what the pre-pass records in the cache
+  qq.softmax_scale = scale;  // and in the quantized Q
+  const fp8attn_fwd_params params = call_params(*a, qq, cache);
   if (fp8attn_check_fwd_params(&params) != FP8ATTN_SUCCESS) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, fp8attn_last_error());
   }
@@ -111,6 +126,7 @@ void fp8attn_workspace_destroy(fp8attn_workspace* ws) {
 size_t fp8attn_workspace_size(const fp8attn_workspace* ws) { return ws ? ws->bytes : 0; }
 
 fp8attn_status fp8attn_workspace_reserve(fp8attn_workspace* ws, size_t bytes) {
+  fp8attn::clear_error();
   if (!ws) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "workspace is null");
   if (ws->bytes >= bytes) return FP8ATTN_SUCCESS;
   if (ws->data) cudaFree(ws->data);
@@ -138,6 +154,7 @@ void fp8attn_attention_args_init(fp8attn_attention_args* a) {
 
 fp8attn_status fp8attn_attention(const fp8attn_attention_args* a, fp8attn_workspace* ws,
                                  void* stream) {
+  fp8attn::clear_error();
   if (!a || !ws) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "args or workspace is null");
   if (!a->o) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "o is null");
   const int B = a->q.batch, SQ = a->q.seqlen, SK = a->k.seqlen, H = a->q.heads;
@@ -176,25 +193,14 @@ fp8attn_status fp8attn_attention(const fp8attn_attention_args* a, fp8attn_worksp
   char* base = static_cast<char*>(ws->data);
   fp8attn_kv_cache cache;
   fp8attn_q_quant qq;
-  fp8attn_status s = fp8attn_kv_cache_init(&cache, base, p.cache, B, SK, HKV, a->k.head_dim, 0);
-  if (s == FP8ATTN_SUCCESS) {
-    s = fp8attn_q_quant_init(&qq, base + p.cache, p.q, B, SQ, H, a->q.head_dim);
-  }
+  fp8attn_status s = lay_out(base, p, *a, &cache, &qq);
   if (s == FP8ATTN_SUCCESS) {
     s = fp8attn_quantize_qkv(&a->q, &a->k, &a->v, &a->quant, scale, &cache, &qq,
                              base + p.cache + p.q, p.scratch, stream);
   }
-  if (s != FP8ATTN_SUCCESS) return s;  // the pre-pass has set the message
-
-  fp8attn_fwd_params params;
-  if (s = fp8attn_fwd_params_from_quant(&params, &qq, &cache, a->o, a->lse); s != FP8ATTN_SUCCESS) {
-    return s;
-  }
-  apply_call_args(a, &params);
-  if (s = fp8attn_attention_fwd(&params, stream); s != FP8ATTN_SUCCESS) {
-    return set_error(s, fp8attn_last_error());
-  }
-  return FP8ATTN_SUCCESS;
+  if (s != FP8ATTN_SUCCESS) return s;  // the pre-pass's message is on the one channel
+  const fp8attn_fwd_params params = call_params(*a, qq, cache);
+  return fp8attn_attention_fwd(&params, stream);  // and so is the kernel's
 }
 
 }  // extern "C"
