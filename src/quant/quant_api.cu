@@ -297,6 +297,7 @@ extern "C" {
 const char* fp8attn_quant_variant(void) { return "v2"; }
 
 fp8attn_status fp8attn_check_quant_options(const fp8attn_quant_options* o) {
+  fp8attn::clear_error();
   if (o == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "options is null");
   if (o->q_scale != FP8ATTN_Q_SCALE_TOKEN && o->q_scale != FP8ATTN_Q_SCALE_BLOCK128)
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown q_scale " + std::to_string(o->q_scale));
