@@ -44,6 +44,20 @@ stage() { echo; echo "=== [$(date -u +%H:%M:%S), ${SECONDS}s] $*"; }
 # The newest copy of a block: this call's $OUT, else one carried from an earlier call.
 block() { if [[ -f "$OUT/$1" ]]; then echo "$OUT/$1"; elif [[ -f "$ATTACH/$1" ]]; then echo "$ATTACH/$1"; fi; }
 
+# FlashAttention-3 (PyPI fa3-fwd==0.0.3) into /tmp/site: from the wheel carried in .whl/, or as
+# an earlier call on this warm machine left it (the harness records FA3 as failed, never drops
+# it, when the import fails).
+install_fa3() {
+  if ! python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import fa3_fwd_interface" 2>/dev/null; then
+    if compgen -G ".whl/fa3_fwd-*.whl" >/dev/null; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/fa3_fwd-*.whl
+    else
+      echo "no .whl/fa3_fwd-*.whl carried and none installed in /tmp/site: FA3 is not importable"
+    fi
+  fi
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+}
+
 stage "GPU and clocks (parts: $PARTS)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active --format=csv ||
   echo "clock query FAILED"
@@ -110,15 +124,7 @@ fi
 
 if has harness; then
   stage "harness (speed, accuracy, results files)"
-  # FlashAttention-3 (PyPI fa3-fwd==0.0.3), carried as a wheel in .whl/ (the harness records FA3
-  # as failed, never drops it, when the import fails).
-  if compgen -G ".whl/fa3_fwd-*.whl" >/dev/null; then
-    python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import fa3_fwd_interface" 2>/dev/null ||
-      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/fa3_fwd-*.whl
-    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-  else
-    echo "no .whl/fa3_fwd-*.whl carried: FA3 will be recorded as not importable"
-  fi
+  install_fa3
   attach=()
   for name in reliability package; do
     f=$(block "$name.json")
@@ -135,11 +141,11 @@ if has harness; then
 fi
 
 if has probes; then
+  install_fa3
   while IFS= read -r probe; do
     [[ -z $probe ]] && continue
     stage "probe: $probe"
-    FP8ATTN_LIB="$PWD/$CARRY/libfp8attn.so" PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} \
-      timeout -k 10 "${PROBE_TIMEOUT_S:-240}" bash -c "$probe" || echo "probe FAILED: $probe"
+    FP8ATTN_LIB="$PWD/$CARRY/libfp8attn.so" timeout -k 10 "${PROBE_TIMEOUT_S:-240}" bash -c "$probe" || echo "probe FAILED: $probe"
   done <<< "${PROBES:-}"
 fi
 
