@@ -13,8 +13,8 @@
 //     C under a big product; chained (two wgmmas): the second one's product against the first's sum;
 //   - rounding: small = +-{1/4, 1/2, 3/4} of the unit at the cut (truncation toward zero, toward
 //     -inf, or to nearest);
-//   - many small products: 31 products of half a unit next to the big one (summed before or after
-//     the cut), and cancellation: 2^8 - 2^8 + small.
+//   - many small products: 31 products next to the big one, after it and before it (summed before
+//     or after the cut: the group size), and cancellation: 2^8 - 2^8 + small.
 // Writes one JSON document (stdout or --out FILE): every test's operands and result, and the rule
 // derived from them. Exit status 0 only when the self-checks pass. Runs in well under a second.
 //
@@ -202,6 +202,17 @@ std::vector<Test> make_tests() {
       for (int k = 1; k < kK; ++k) pow2_product(8 - j, t.a[0][k], t.b[0][k]);
       add(t);
     }
+  }
+  // 6b. Small products before the big one: 2^(8 - j) at 0..30, 2^8 at 31. With smaller alignment
+  //     groups the smalls of the earlier groups are summed before the big one arrives; this is
+  //     what tells the group size when the running sum joins the alignment.
+  for (int j = 8; j <= 20; ++j) {
+    Test t;
+    t.kind = "smalls_then_big";
+    t.j = j;
+    for (int k = 0; k < kK - 1; ++k) pow2_product(8 - j, t.a[0][k], t.b[0][k]);
+    pow2_product(8, t.a[0][kK - 1], t.b[0][kK - 1]);
+    add(t);
   }
   // 7. Cancellation: 2^8 at 0, -2^8 at 1, 2^(8 - j) at s.
   for (int s : {2, 31}) {
