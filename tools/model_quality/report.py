@@ -29,7 +29,7 @@ def table(doc: dict) -> list[str]:
         rule = rs[0].get("accumulator_rule", {})
         pad = f", head_dim {rs[0]['head_dim']} zero-padded to {rs[0]['padded_to']}" if rs[0].get("padded_to") else ""
         out += [f"### {model} ({rs[0]['tokens']} tokens{pad})", "",
-                f"FP8 tensor-core accumulation rule: `{rule.get('tag', '?')}` ({rule.get('source', '')})." if
+                f"FP8 tensor-core accumulation rule: `{rule.get('tag', '?')}`, {rule.get('source', '')}." if
                 isinstance(rule.get("source"), str) else
                 f"FP8 tensor-core accumulation rule: `{rule.get('tag', '?')}` (measured).", "",
                 "| scheme | perplexity | change | KL mean (nats) | KL p99 (nats) | top-1 agreement |",
@@ -49,8 +49,8 @@ def table(doc: dict) -> list[str]:
                     f"{ac['kl_mean']:.2e} ({ac['kl_mean'] / bf['kl_mean']:.2f}x BF16-flash's), perplexity "
                     f"change {ac['ppl_delta']:+.4f}, top-1 {ac['top1_agree']:.4f}."]
         if prov:
-            out += ["", f"Written by `{prov.get('command')}` at commit `{str(prov.get('commit'))[:12]}` on "
-                        f"{prov.get('machine')}, {prov.get('date')}."]
+            out += ["", f"Written by `{prov.get('command')}` at commit `{str(prov.get('git_commit'))[:12]}` on "
+                        f"{prov.get('machine')}, {prov.get('date_utc')}."]
         out.append("")
     return out
 
