@@ -173,3 +173,18 @@ TEST(HeadDimPadding, PaddedEqualsUnpadded) {
   EXPECT_LE(bf_diff, std::ldexp(1.0, -7));
   for (float x : bfp.o.data) ASSERT_TRUE(std::isfinite(x));
 }
+
+TEST(Schemes, AlignedRuleKeys) {
+  const fm::Scheme s =
+      fm::scheme_by_name("fa3-fp8:acc_qk=aligned:acc_bits=12:acc_group=8:acc_round=down:acc_c_aligned=0");
+  EXPECT_EQ(s.numerics.acc_qk, fm::Accumulator::kAligned);
+  EXPECT_EQ(s.numerics.acc_pv, fm::Accumulator::kFP32);
+  EXPECT_EQ(s.numerics.acc_rule.fraction_bits, 12);
+  EXPECT_EQ(s.numerics.acc_rule.group, 8);
+  EXPECT_EQ(s.numerics.acc_rule.rounding, fm::AccRounding::kDown);
+  EXPECT_FALSE(s.numerics.acc_rule.c_aligned);
+  EXPECT_NE(s.summary().find("acc_group=8"), std::string::npos);
+  EXPECT_THROW(fm::scheme_by_name("fa3-fp8:acc_round=up"), std::invalid_argument);
+  EXPECT_THROW(fm::scheme_by_name("fa3-fp8:acc=wide"), std::invalid_argument);
+  EXPECT_EQ(fm::scheme_by_name("fp8attn-accurate").numerics.p_format, fm::Format::FP16);
+}
