@@ -10,7 +10,8 @@ tools/wgmma_accum/run.sh), and their ratio. The target: every ratio model / GPU 
 
 Writes results/accum-model-vs-gpu.{json,md} (with command, commit, machine, date). Records on
 `captured:<stem>@prepass...` datasets (the pre-pass + kernel, bench/bench_prepass.py) are compared
-with the fp8attn-kernel scheme of their recorded pre-pass options.
+with the fp8attn-kernel scheme of their recorded pre-pass options; `...@prepass:fixture` ones ran
+on the committed fixture (data/fixtures/<stem>.safetensors), which the model then reads.
 """
 from __future__ import annotations
 
@@ -62,6 +63,8 @@ def main(argv=None) -> int:
     ap.add_argument("--eval", type=pathlib.Path, default=ROOT / "build-model/tools/eval/fp8attn-eval")
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "results/accum-model-vs-gpu")
     ap.add_argument("--dry-run", action="store_true", help="list the model runs, run nothing")
+    ap.add_argument("--fixtures-only", action="store_true", help="only the records the GPU ran on "
+                    "the committed fixtures (no pack needed)")
     args = ap.parse_args(argv)
     rule = acc_rule.rule_from_file(str(args.rule)) if args.rule else acc_rule.ASSUMED
     keys = ":acc=aligned" + acc_rule.scheme_keys(rule)
@@ -74,8 +77,8 @@ def main(argv=None) -> int:
         if not ds.startswith("captured:") or r.get("rmse") is None:
             continue
         stem, _, suffix = ds[len("captured:"):].partition("@")
-        if "fixture" in suffix:
-            continue  # the same layer cut from data/fixtures (not in the pack)
+        if args.fixtures_only and "fixture" not in suffix:
+            continue
         if suffix and "options" in r:
             spec = prepass_spec(r["options"])
         elif not suffix and r["method"] in MIRROR:
@@ -94,11 +97,14 @@ def main(argv=None) -> int:
 
     # One fp8attn-eval run per (capture file, mask) with every scheme needed there.
     runs: dict[tuple, set] = {}
+    def data_of(stem, suffix):  # "@...fixture": the committed fixture of that layer
+        return (ROOT / "data" / "fixtures" if "fixture" in suffix else args.pack) / f"{stem}.safetensors"
+
     for (stem, suffix, causal, method, scale), v in want.items():
-        runs.setdefault((stem, causal, scale), set()).add(v["spec"] + keys)
+        runs.setdefault((str(data_of(stem, suffix)), causal, scale), set()).add(v["spec"] + keys)
     model: dict[tuple, dict] = {}
-    for (stem, causal, scale), specs in sorted(runs.items(), key=str):
-        data = args.pack / f"{stem}.safetensors"
+    for (data, causal, scale), specs in sorted(runs.items(), key=str):
+        data = pathlib.Path(data)
         cmd = [str(args.eval), "--data", str(data), "--mask", "causal" if causal else "none",
                "--scheme", ",".join(sorted(specs)), "--quiet"]
         if scale is not None:
@@ -112,7 +118,7 @@ def main(argv=None) -> int:
             subprocess.run(cmd + ["--json", tmp.name], check=True)
             recs = json.load(open(tmp.name))
         for rec in recs:  # fp8attn-eval --json: an array of records
-            model[(stem, causal, scale, rec["scheme"], rec["reference"])] = rec["rmse"]
+            model[(str(data), causal, scale, rec["scheme"], rec["reference"])] = rec["rmse"]
     if args.dry_run:
         return 0
 
@@ -121,7 +127,7 @@ def main(argv=None) -> int:
         spec = v["spec"] + keys
         for ref in ("kernel_only", "end_to_end"):
             g = v.get(ref)
-            m = model.get((stem, causal, scale, spec, ref))
+            m = model.get((str(data_of(stem, suffix)), causal, scale, spec, ref))
             ratio = m / g if (g and m is not None) else None
             rows.append({"dataset": stem + ("@" + suffix if suffix else ""), "causal": causal,
                          "softmax_scale": scale,
