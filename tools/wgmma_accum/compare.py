@@ -63,11 +63,13 @@ def main(argv=None) -> int:
     ap.add_argument("--eval", type=pathlib.Path, default=ROOT / "build-model/tools/eval/fp8attn-eval")
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "results/accum-model-vs-gpu")
     ap.add_argument("--dry-run", action="store_true", help="list the model runs, run nothing")
+    ap.add_argument("--acc-keys", help="the model's accumulator keys instead of the rule's, e.g. "
+                    "':acc=hopper' (the first model) or ':acc=fp32', for a baseline")
     ap.add_argument("--fixtures-only", action="store_true", help="only the records the GPU ran on "
                     "the committed fixtures (no pack needed)")
     args = ap.parse_args(argv)
     rule = acc_rule.rule_from_file(str(args.rule)) if args.rule else acc_rule.ASSUMED
-    keys = ":acc=aligned" + acc_rule.scheme_keys(rule)
+    keys = args.acc_keys if args.acc_keys else ":acc=aligned" + acc_rule.scheme_keys(rule)
     gpu_records = [r for g in args.gpu for r in json.loads(g.read_text()).get("accuracy", [])]
 
     # (stem, suffix, causal, method) -> {reference: rmse} from the GPU.
@@ -126,6 +128,8 @@ def main(argv=None) -> int:
     for (stem, suffix, causal, method, scale), v in sorted(want.items(), key=str):
         spec = v["spec"] + keys
         for ref in ("kernel_only", "end_to_end"):
+            if ref not in v:
+                continue  # the GPU session did not record this reference
             g = v.get(ref)
             m = model.get((str(data_of(stem, suffix)), causal, scale, spec, ref))
             ratio = m / g if (g and m is not None) else None
@@ -138,11 +142,12 @@ def main(argv=None) -> int:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "gpu_results": [str(g) for g in args.gpu], "pack": str(args.pack)}
     doc = {"provenance": prov, "accumulator_rule": {k: v for k, v in rule.items() if k != "source"},
+           "accumulator_keys": keys,
            "tolerance": TOLERANCE, "all_within": all(r["within"] for r in rows), "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
     fmt = lambda x: "-" if x is None else (f"{x:.3g}" if not isinstance(x, float) or math.isfinite(x) else str(x))
-    lines = [f"# CPU model vs H200 (accumulation rule {rule['tag']})", "",
+    lines = [f"# CPU model vs H200 (model accumulator `{keys}`)", "",
              f"From {', '.join(f'`{g}`' for g in args.gpu)} and fp8attn-eval on `{args.pack}`; written by `{prov['command']}` at "
              f"{prov['commit'][:12]} on {prov['machine']}, {prov['date']}.", "",
              "| dataset | causal | method | reference | GPU RMSE | model RMSE | model / GPU | within 10% |",
