@@ -32,12 +32,14 @@ import rule as acc_rule  # noqa: E402
 
 # GPU method name -> (model scheme without the accumulator keys, products on FP8 tensor cores).
 # FA3 FP8: per-(batch, KV head) descales, P * 2^8 in E4M3, O accumulated across blocks.
-# fp8attn (E4M3 P) fed the harness's per-head descales: 192-key blocks, l the tensor core's sum of
-# the rounded P, O one-level.
+# fp8attn (E4M3 P) fed the harness's per-head descales: the kernel's numerics as
+# model/kernel_mirror.cc's kernel_numerics gives them for per-head K descales (192-key blocks, l
+# the tensor core's sum of the rounded P, O one-level, P offset 2^5 with a max slack of 2^3
+# (include/fp8attn/fp8attn.h), ex2.approx.ftz).
 MIRROR = {
     "fa3_fp8": "fa3-fp8",
     "fa3-fp8": "fa3-fp8",
-    "fp8attn": "fa3-fp8:block=192:l_rounded=1",
+    "fp8attn": "fa3-fp8:block=192:l_rounded=1:p_offset=5:slack=3:ftz=1",
 }
 TOLERANCE = 0.10
 
