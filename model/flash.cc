@@ -148,12 +148,19 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
   blas_single_thread();
   const int ntiles = (sq + kTileM - 1) / kTileM;
   std::vector<float> kc(static_cast<size_t>(sk) * D), vc(static_cast<size_t>(sk) * D);
+  std::vector<float> kt;  // K^T (D, sk): the aligned adder's B operand of Q K^T
+  std::vector<float> ones(static_cast<size_t>(BN), 1.0f);  // the row sum's B operand
 
   for (int b = 0; b < B; ++b) {
     for (int kh = 0; kh < HK; ++kh) {
       for (int j = 0; j < sk; ++j) {
         std::copy_n(k.row(b, j, kh), D, &kc[static_cast<size_t>(j) * D]);
         std::copy_n(v.row(b, j, kh), D, &vc[static_cast<size_t>(j) * D]);
+      }
+      if (nm.acc_qk == Accumulator::kAligned) {
+        kt.resize(static_cast<size_t>(D) * sk);
+        for (int j = 0; j < sk; ++j)
+          for (int c = 0; c < D; ++c) kt[static_cast<size_t>(c) * sk + j] = kc[static_cast<size_t>(j) * D + c];
       }
       const float* vs = in.v_scale ? in.v_scale + (static_cast<size_t>(b) * HK + kh) * D : nullptr;
       const float* obias = in.o_bias ? in.o_bias + (static_cast<size_t>(b) * HK + kh) * D : nullptr;
@@ -183,6 +190,9 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
           float* S = tb.s.data();
           if (nm.acc_qk == Accumulator::kFP32) {
             gemm_nt(R, kcols, D, 1.0f, tb.qt.data(), D, kc.data(), D, 0.0f, S, ld_s);
+          } else if (nm.acc_qk == Accumulator::kAligned) {
+            for (int r = 0; r < R; ++r) std::fill_n(S + static_cast<size_t>(r) * ld_s, kcols, 0.0f);
+            aligned_gemm_acc(nm.acc_rule, R, kcols, D, tb.qt.data(), D, kt.data(), sk, S, ld_s);
           } else {
             for (int c0 = 0; c0 < D; c0 += nm.acc_chunk) {
               const int kk = std::min(nm.acc_chunk, D - c0);
@@ -257,7 +267,9 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
                 // the same factor; the last block's sum is added at the end.
                 const float* pb = pr + j0;
                 float bs = 0.0f;
-                for (int k0 = 0; k0 < nb_keys; k0 += nm.acc_chunk) {
+                if (nm.acc_pv == Accumulator::kAligned) {
+                  aligned_gemm_acc(nm.acc_rule, 1, 1, nb_keys, pb, nb_keys, ones.data(), 1, &bs, 1);
+                } else for (int k0 = 0; k0 < nb_keys; k0 += nm.acc_chunk) {
                   float cs = 0.0f;
                   for (int j = k0; j < std::min(k0 + nm.acc_chunk, nb_keys); ++j) cs += pb[j];
                   bs = nm.acc_pv == Accumulator::kHopperFP8 ? truncate_mantissa(bs + cs, bits) : bs + cs;
@@ -327,7 +339,9 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
               } else {
                 rescale_o();
               }
-              for (int k0 = 0; k0 < cn; k0 += nm.acc_chunk) {
+              if (nm.acc_pv == Accumulator::kAligned) {
+                aligned_gemm_acc(nm.acc_rule, R, D, cn, pb, ld_s, vb, D, acc, D);
+              } else for (int k0 = 0; k0 < cn; k0 += nm.acc_chunk) {
                 const int kk = std::min(nm.acc_chunk, cn - k0);
                 gemm_nn(R, D, kk, 1.0f, pb + k0, ld_s, vb + static_cast<size_t>(k0) * D, D, 0.0f,
                         tb.tmp.data(), D);

@@ -28,6 +28,7 @@
 
 #include <vector>
 
+#include "model/accumulator.h"
 #include "model/codecs.h"
 #include "model/tensor.h"
 
@@ -37,6 +38,8 @@ enum class Accumulator {
   kFP32,       // IEEE FP32 accumulation
   kHopperFP8,  // model of Hopper's FP8 wgmma: after each k-step of acc_chunk products the running
                // sum keeps acc_mantissa_bits explicit mantissa bits, the rest truncated
+  kAligned,    // the measured adder as a rule (model/accumulator.h: acc_rule): terms aligned to
+               // the largest of each group and cut below its fraction bits
 };
 
 struct FlashNumerics {
@@ -57,6 +60,7 @@ struct FlashNumerics {
   Accumulator acc_pv = Accumulator::kFP32;
   int acc_mantissa_bits = 13;    // kHopperFP8: explicit mantissa bits kept
   int acc_chunk = 32;            // kHopperFP8: products per k-step (FP8 wgmma K = 32)
+  AlignedRule acc_rule;          // kAligned: group, fraction bits, rounding, C in the alignment
   bool two_level = true;         // PV of each block into a fresh accumulator, then added to O
   bool exp2_ftz = false;         // flush subnormal exp2 results to zero (ex2.approx.ftz)
   Format o_format = Format::BF16;

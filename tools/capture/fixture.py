@@ -72,13 +72,18 @@ def make_fixture(model: dict, layer: dict, tokens: int) -> tuple[str, dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=2048)
+    ap.add_argument("--models", default="all", help="'all' or a comma list of slugs (the other "
+                    "models' fixtures stay as listed)")
     args = ap.parse_args(argv)
     manifest_path = os.path.join(REPO, "data", "captures.json")
     with open(manifest_path) as f:
         manifest = json.load(f)
     os.makedirs(FIXTURE_DIR, exist_ok=True)
-    entries = []
+    chosen = {m["slug"] for m in manifest["models"]} if args.models == "all" else set(args.models.split(","))
+    entries = [e for e in manifest.get("fixtures", []) if e["model"] not in chosen]
     for model in manifest["models"]:
+        if model["slug"] not in chosen:
+            continue
         for layer in model["layers"]:
             path, entry = make_fixture(model, layer, args.tokens)
             entries.append(entry)

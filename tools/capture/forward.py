@@ -111,8 +111,11 @@ def _linear(x: np.ndarray, w: dict, name: str) -> np.ndarray:
 
 
 def block(cfg: ModelConfig, w: dict, layer: int, x: np.ndarray, positions: np.ndarray,
-          cache: KvCache | None = None, capture: dict | None = None) -> np.ndarray:
-    """One decoder layer on x (s, d_model), in place-free; returns the new residual stream."""
+          cache: KvCache | None = None, capture: dict | None = None, attention=None) -> np.ndarray:
+    """One decoder layer on x (s, d_model), in place-free; returns the new residual stream.
+
+    attention(q, k, v, scale) -> o replaces the exact FP32 attention on the BF16 Q, K, V (the
+    model-quality study runs each scheme's emulation there)."""
     s = x.shape[0]
     hd = cfg.head_dim
     h = rms_norm(x, w["attn_norm.weight"], cfg.rms_eps)
@@ -128,7 +131,7 @@ def block(cfg: ModelConfig, w: dict, layer: int, x: np.ndarray, positions: np.nd
     # so that the captured tensors are exactly what this model's attention consumed.
     q, k, v = round_bf16(q), round_bf16(k), round_bf16(v)
     k_all, v_all = (k, v) if cache is None else cache.append(layer, k, v)
-    o = causal_attention(q, k_all, v_all, 1.0 / np.sqrt(hd))
+    o = (attention or causal_attention)(q, k_all, v_all, 1.0 / np.sqrt(hd))
     if capture is not None:
         capture.update(q=q, k=k, v=v, o=o)
     x = x + _linear(o.reshape(s, cfg.n_heads * hd), w, "attn_output")

@@ -22,7 +22,12 @@ QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[
 # Llama 3 (tokenizer.ggml.pre = "llama-bpe").
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
                 r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-SPLIT_BY_PRE = {"qwen2": QWEN2_SPLIT, "deepseek-r1-qwen": QWEN2_SPLIT, "llama-bpe": LLAMA3_SPLIT}
+# GPT-2's split, used by SmolLM (tokenizer.ggml.pre = "smollm") after every digit is split off alone
+# (its tokenizer.json: Digits(individual_digits) then ByteLevel(use_regex)).
+GPT2_SPLIT = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+SPLIT_BY_PRE = {"qwen2": QWEN2_SPLIT, "deepseek-r1-qwen": QWEN2_SPLIT, "llama-bpe": LLAMA3_SPLIT,
+                "smollm": GPT2_SPLIT}
+DIGITS_FIRST = {"smollm"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +143,9 @@ class GgufModel:
         tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
         if pre in ("qwen2", "deepseek-r1-qwen"):
             tok.normalizer = normalizers.NFC()
+        splits = [pre_tokenizers.Digits(individual_digits=True)] if pre in DIGITS_FIRST else []
         tok.pre_tokenizer = pre_tokenizers.Sequence([
+            *splits,
             pre_tokenizers.Split(Regex(SPLIT_BY_PRE[pre]), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
         tok.decoder = decoders.ByteLevel()

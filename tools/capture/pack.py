@@ -10,6 +10,10 @@ KV heads keeps every query head of their groups, so GQA stays intact (query head
 reads KV head i // (h / h_kv) of the pack). The folder holds pack.json listing files, source
 heads and sha256s. Files are the same format as the full captures (same metadata keys, with
 tokens, q_heads and kv_heads rewritten).
+
+A head_dim-64 model (SmolLM2) is zero-padded to 128 channels, the kernel's head dim: Q K^T and
+the first 64 channels of O are unchanged provided the softmax scale stays 1/sqrt(64), which the
+file's metadata then carries as softmax_scale (head_dim_model = 64).
 """
 from __future__ import annotations
 
@@ -24,6 +28,17 @@ import st_io
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PACK_BUDGET = 56 * 2**20
+KERNEL_HEAD_DIM = 128
+
+
+def pad_head_dim(codes: np.ndarray) -> np.ndarray:
+    """BF16 codes (b, s, h, d) -> (b, s, h, 128), the new channels +0."""
+    d = codes.shape[-1]
+    if d == KERNEL_HEAD_DIM:
+        return codes
+    out = np.zeros(codes.shape[:-1] + (KERNEL_HEAD_DIM,), codes.dtype)
+    out[..., :d] = codes
+    return out
 
 
 def parse_heads(spec: str, n: int) -> list[int]:
@@ -62,7 +77,7 @@ def main(argv=None) -> int:
             plan.append((model, layer, q, kv))
     if not plan:
         raise SystemExit("nothing selected")
-    size = sum(2 * args.tokens * 128 * (len(q) + 2 * len(kv)) for _, _, q, kv in plan)
+    size = sum(2 * args.tokens * KERNEL_HEAD_DIM * (len(q) + 2 * len(kv)) for _, _, q, kv in plan)
     if size > PACK_BUDGET:
         raise SystemExit(f"the selection takes {size / 2**20:.1f} MiB, over the 56 MiB budget: "
                          "fewer tokens, KV heads, layers or models")
@@ -76,19 +91,25 @@ def main(argv=None) -> int:
         tensors, meta = st_io.read(os.path.join(REPO, layer["file"]))
         sel = {"q": tensors["q"][:, : args.tokens, q_heads], "k": tensors["k"][:, : args.tokens, kv_heads],
                "v": tensors["v"][:, : args.tokens, kv_heads]}
-        sel = {n: np.ascontiguousarray(t) for n, t in sel.items()}
+        sel = {n: np.ascontiguousarray(pad_head_dim(t)) for n, t in sel.items()}
+        hd = model["head_dim"]
+        padded = {} if hd == KERNEL_HEAD_DIM else {
+            "head_dim": KERNEL_HEAD_DIM, "head_dim_model": hd, "softmax_scale": repr(1.0 / np.sqrt(hd)),
+            "padding": f"channels {hd}..127 are zeros; run with softmax_scale 1/sqrt({hd})"}
         name = f"{model['slug']}-layer{layer['layer']:02d}.safetensors"
         out_meta = {**meta, "tokens": args.tokens, "q_heads": len(q_heads), "kv_heads": len(kv_heads),
                     "source_q_heads": ",".join(map(str, q_heads)),
-                    "source_kv_heads": ",".join(map(str, kv_heads)),
+                    "source_kv_heads": ",".join(map(str, kv_heads)), **padded,
                     **{f"sha256_{n}": st_io.sha256_array(t) for n, t in sel.items()}}
         st_io.write(os.path.join(args.out, name), {n: ("BF16", t) for n, t in sel.items()}, out_meta)
         entries.append({"model": model["slug"], "layer": layer["layer"], "file": name,
                         "tokens": args.tokens, "q_heads": q_heads, "kv_heads": kv_heads,
+                        "head_dim_model": hd, "softmax_scale": 1.0 / float(np.sqrt(hd)),
                         "sha256": st_io.sha256_file(os.path.join(args.out, name))})
     with open(os.path.join(args.out, "pack.json"), "w") as f:
         json.dump({"text_sha256": manifest["text_sha256"], "files": entries,
-                   "layout": "BF16 q, k, v (1, tokens, h, 128); q and k post-RoPE"}, f, indent=1)
+                   "layout": "BF16 q, k, v (1, tokens, h, 128); q and k post-RoPE; head_dim-64 models "
+                             "zero-padded to 128 (softmax_scale in the file's metadata)"}, f, indent=1)
     total = sum(os.path.getsize(os.path.join(args.out, e["file"])) for e in entries)
     print(f"packed {len(entries)} files, {total / 2**20:.1f} MiB, into {os.path.relpath(args.out, REPO)}")
     return 0

@@ -44,7 +44,7 @@ def plot_channels(model: dict, channels: dict) -> str:
             ax.set_title(f"layer {layer['layer']}: {name.upper()} per (kv head, channel)", fontsize=9)
             ax.set_xlim(0, len(mean))
             if row == len(layers) - 1:
-                ax.set_xlabel("kv head * 128 + channel")
+                ax.set_xlabel(f"kv head * {model['head_dim']} + channel")
             if row == 0 and col == 0:
                 ax.legend(fontsize=8, loc="upper right")
     fig.suptitle(f"{model['name']} ({model['quant']}): K and V channel statistics over "

