@@ -81,6 +81,17 @@ def _kernel(params: capi.FwdParams, causal: bool, p_precision: int, stream) -> N
     lib.check(lib.fp8attn_attention_fwd(ctypes.byref(params), stream), "kernel")
 
 
+def _kernel_on(qq: capi.QQuant, cache: capi.KvCache, out: torch.Tensor, lse: torch.Tensor,
+               causal: bool, p_precision: int, stream) -> None:
+    """The kernel on the pre-pass's outputs (its parameters built by the library)."""
+    lib = capi.load()
+    params = capi.FwdParams()
+    lib.check(lib.fp8attn_fwd_params_from_quant(ctypes.byref(params), ctypes.byref(qq),
+                                                ctypes.byref(cache), out.data_ptr(),
+                                                lse.data_ptr()), "quant")
+    _kernel(params, causal, p_precision, stream)
+
+
 def _outputs(q: torch.Tensor):
     b, sq, h, d = q.shape
     return (torch.empty((b, sq, h, d), dtype=torch.bfloat16, device=q.device),
@@ -115,7 +126,7 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[
         # (each size a multiple of the alignment).
         ws = _buffer(cache_bytes + q_bytes + scratch, q.device, "workspace")
         base = ws.data_ptr()
-        cache, qq, params = capi.KvCache(), capi.QQuant(), capi.FwdParams()
+        cache, qq = capi.KvCache(), capi.QQuant()
         lib.check(lib.fp8attn_kv_cache_init(ctypes.byref(cache), base, cache_bytes, b, sk, h_kv,
                                             d, 0), "quant")
         lib.check(lib.fp8attn_q_quant_init(ctypes.byref(qq), base + cache_bytes, q_bytes, b, sq,
@@ -126,10 +137,7 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[
                                            ctypes.byref(opts), softmax_scale, ctypes.byref(cache),
                                            ctypes.byref(qq), base + cache_bytes + q_bytes,
                                            scratch, stream), "quant")
-        lib.check(lib.fp8attn_fwd_params_from_quant(ctypes.byref(params), ctypes.byref(qq),
-                                                    ctypes.byref(cache), out.data_ptr(),
-                                                    lse.data_ptr()), "quant")
-        _kernel(params, causal, p_precision, stream)
+        _kernel_on(qq, cache, out, lse, causal, p_precision, stream)
     return out, lse
 
 
@@ -203,17 +211,14 @@ def attention_kvcache_op(q: torch.Tensor, k8: torch.Tensor, vt8: torch.Tensor,
         cache = _cache_struct(k8, vt8, k_descale, v_descale, k_mean, v_mean, quant)
         q_bytes = lib.fp8attn_q_quant_bytes(b, sq, h, d)
         buf = _buffer(q_bytes, q.device, "quantized Q")
-        qq, params = capi.QQuant(), capi.FwdParams()
+        qq = capi.QQuant()
         lib.check(lib.fp8attn_q_quant_init(ctypes.byref(qq), buf.data_ptr(), q_bytes, b, sq, h,
                                            d), "quant")
         stream, tq = _stream(q.device), _bf16(q)
         lib.check(lib.fp8attn_quantize_q(ctypes.byref(tq), ctypes.byref(cache),
                                          cache.options.q_scale, softmax_scale, ctypes.byref(qq),
                                          stream), "quant")
-        lib.check(lib.fp8attn_fwd_params_from_quant(ctypes.byref(params), ctypes.byref(qq),
-                                                    ctypes.byref(cache), out.data_ptr(),
-                                                    lse.data_ptr()), "quant")
-        _kernel(params, causal, p_precision, stream)
+        _kernel_on(qq, cache, out, lse, causal, p_precision, stream)
     return out, lse
 
 
