@@ -41,6 +41,12 @@ MIRROR = {
     "fa3-fp8": "fa3-fp8",
     "fp8attn": "fa3-fp8:block=192:l_rounded=1:p_offset=5:slack=3:ftz=1",
 }
+# The harness's "<mode>@prepass" methods (inputs "prepass"): the library's pre-pass with its default
+# options (bench/fp8attn_calls.py prepass()), then the kernel in that mode; the model's scheme of
+# the library's defaults. fp8attn_end_to_end (the whole BF16-in call) is the same computation.
+PREPASS_MIRROR = {
+    "fp8attn@prepass": "fp8attn-default",
+}
 TOLERANCE = 0.10
 
 
@@ -87,6 +93,8 @@ def main(argv=None) -> int:
             spec = prepass_spec(r["options"])
         elif not suffix and r["method"] in MIRROR:
             spec = MIRROR[r["method"]]
+        elif not suffix and r.get("inputs") == "prepass" and r["method"] in PREPASS_MIRROR:
+            spec = PREPASS_MIRROR[r["method"]]
         else:
             continue
         if r["reference"] not in ("end_to_end", "kernel_only"):
@@ -97,7 +105,7 @@ def main(argv=None) -> int:
         key = (stem, suffix, bool(r["causal"]), r["method"], scale)
         want.setdefault(key, {"spec": spec})[r["reference"]] = r["rmse"]
     if not want:
-        raise SystemExit(f"{args.gpu}: no captured-data records of {', '.join(MIRROR)}")
+        raise SystemExit(f"{args.gpu}: no captured-data records of {', '.join([*MIRROR, *PREPASS_MIRROR])}")
 
     # One fp8attn-eval run per (capture file, mask) with every scheme needed there.
     runs: dict[tuple, set] = {}
