@@ -31,7 +31,9 @@ def table(doc: dict) -> list[str]:
         out += [f"### {model} ({rs[0]['tokens']} tokens{pad})", "",
                 f"FP8 tensor-core accumulation rule: `{rule.get('tag', '?')}`, {rule.get('source', '')}." if
                 isinstance(rule.get("source"), str) else
-                f"FP8 tensor-core accumulation rule: `{rule.get('tag', '?')}` (measured).", "",
+                (f"FP8 tensor-core accumulation rule: `{rule.get('tag', '?')}`, measured by "
+                 f"`{rule['source'].get('command')}` at commit `{str(rule['source'].get('commit'))[:12]}`, "
+                 f"{rule['source'].get('date')} (the rule section above)."), "",
                 "| scheme | perplexity | change | KL mean (nats) | KL p99 (nats) | top-1 agreement |",
                 "|---|---:|---:|---:|---:|---:|"]
         for r in rs:
