@@ -47,7 +47,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::tma_prefetch_descriptor(&p.tma_vt);
     for (int s = 0; s < 2; ++s) {
       ptx::mbar_init(&sm.tile_full[s], 1);
-      ptx::mbar_init(&sm.tile_empty[s], kConsumerWarps + Cfg::kConverterWarps);
+      // Every thread that reads the published tile arrives itself (its own read ordered before
+      // its own arrive): 32 per consumer and converter warp.
+      ptx::mbar_init(&sm.tile_empty[s], 32 * (kConsumerWarps + Cfg::kConverterWarps));
     }
     for (int s = 0; s < 2; ++s) {
       ptx::mbar_init(&sm.q_full[s], 1);

@@ -143,8 +143,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   for (;;) {
     ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
     const Tile tile = sm.tile[sched.stage];
-    __syncwarp();  // every lane's read of the slot before lane 0 hands it back to the producer
-    release(&sm.tile_empty[sched.stage]);
+    ptx::mbar_arrive(&sm.tile_empty[sched.stage]);  // each thread after its own read of the slot
     sched.advance();
     if (tile.m_block < 0) break;  // the end
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);

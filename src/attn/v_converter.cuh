@@ -37,8 +37,7 @@ __device__ __forceinline__ void v_converter(const KernelParams& p, SharedStorage
   for (;;) {
     ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
     const Tile tile = sm.tile[sched.stage];  // decoded by the producer
-    __syncwarp();
-    if (leader) ptx::mbar_arrive(&sm.tile_empty[sched.stage]);
+    ptx::mbar_arrive(&sm.tile_empty[sched.stage]);  // each thread after its own read of the slot
     sched.advance();
     if (tile.m_block < 0) break;  // the end
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
