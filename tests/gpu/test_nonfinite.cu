@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fp8attn/attention.h"
+#include "tests/common/attention_args.h"
 #include "fp8attn/fp8attn.h"
 #include "tests/gpu/test_attention_util.cuh"
 
@@ -192,12 +193,8 @@ TEST_P(NonFiniteEndToEnd, ReachedRowsAreNaNOthersFinite) {
   cudaMemcpy(dq, q.data(), q.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(dk, k.data(), k.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(dv, v.data(), v.size() * 2, cudaMemcpyHostToDevice);
-  fp8attn_attention_args a;
-  fp8attn_attention_args_init(&a);
-  a.q = {dq, B, SQ, H, kD, int64_t(SQ) * H * kD, int64_t(H) * kD, kD};
-  a.k = {dk, B, SK, HKV, kD, int64_t(SK) * HKV * kD, int64_t(HKV) * kD, kD};
-  a.v = {dv, B, SK, HKV, kD, int64_t(SK) * HKV * kD, int64_t(HKV) * kD, kD};
-  a.o = dout, a.lse = static_cast<float*>(dlse);
+  fp8attn_attention_args a =
+      contiguous_attention_args(dq, dk, dv, dout, static_cast<float*>(dlse), B, SQ, SK, H, HKV);
   fp8attn_workspace* ws = fp8attn_workspace_create();
   ASSERT_EQ(fp8attn_attention(&a, ws, nullptr), FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);

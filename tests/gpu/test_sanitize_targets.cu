@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fp8attn/attention.h"
+#include "tests/common/attention_args.h"
 #include "fp8attn/fp8attn.h"
 #include "tests/gpu/test_attention_util.cuh"
 
@@ -72,12 +73,8 @@ TEST(Sanitize, PrePass) {
   cudaMemcpy(v, hv.data(), nk * 2, cudaMemcpyHostToDevice);
   cudaMemset(o, 0xFF, nq * 2);
   cudaMemset(lse, 0xFF, size_t(kB) * kH * kS * 4);
-  fp8attn_attention_args a;
-  fp8attn_attention_args_init(&a);
-  a.q = {q, kB, kS, kH, kD, int64_t(kS) * kH * kD, int64_t(kH) * kD, kD};
-  a.k = {k, kB, kS, kHkv, kD, int64_t(kS) * kHkv * kD, int64_t(kHkv) * kD, kD};
-  a.v = {v, kB, kS, kHkv, kD, int64_t(kS) * kHkv * kD, int64_t(kHkv) * kD, kD};
-  a.o = o, a.lse = static_cast<float*>(lse);
+  fp8attn_attention_args a =
+      contiguous_attention_args(q, k, v, o, static_cast<float*>(lse), kB, kS, kS, kH, kHkv);
   a.causal = 1;
   fp8attn_workspace* ws = fp8attn_workspace_create();
   ASSERT_EQ(fp8attn_attention(&a, ws, nullptr), FP8ATTN_SUCCESS) << fp8attn_quant_last_error();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fp8attn/attention.h"
+#include "tests/common/attention_args.h"
 #include "fp8attn/fp8attn.h"
 #include "fp8attn/quant.h"
 #include "tests/common/sm90.cuh"
@@ -104,14 +105,8 @@ struct E2ECall {
   static constexpr int B = 1, SQ = 256, SK = 300, H = 4, HKV = 2;
   Buf q{size_t(B) * SQ * H * kD * 2}, k{size_t(B) * SK * HKV * kD * 2}, v{size_t(B) * SK * HKV * kD * 2},
       o{size_t(B) * SQ * H * kD * 2, 0xFF}, lse{size_t(B) * H * SQ * 4, 0xFF};
-  fp8attn_attention_args a;
-  E2ECall() {
-    fp8attn_attention_args_init(&a);
-    a.q = {q.p, B, SQ, H, kD, int64_t(SQ) * H * kD, int64_t(H) * kD, kD};
-    a.k = {k.p, B, SK, HKV, kD, int64_t(SK) * HKV * kD, int64_t(HKV) * kD, kD};
-    a.v = {v.p, B, SK, HKV, kD, int64_t(SK) * HKV * kD, int64_t(HKV) * kD, kD};
-    a.o = o.p, a.lse = lse.as<float>();
-  }
+  fp8attn_attention_args a =
+      fp8attn::test::contiguous_attention_args(q.p, k.p, v.p, o.p, lse.as<float>(), B, SQ, SK, H, HKV);
 };
 
 struct BadE2ECase {
