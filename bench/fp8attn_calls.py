@@ -29,9 +29,8 @@ from fp8attn import capi, ops  # noqa: E402
 from fp8attn.quantize import quantize_per_head, unpermute_vt  # noqa: E402,F401
 
 # Method name -> the library's P precision enum name (its value is read from the library).
-MODE_NAMES = {"fp8attn": "FP8ATTN_P_E4M3", "fp8attn_p_hilo": "FP8ATTN_P_E4M3_HILO",
+MODES = {"fp8attn": "FP8ATTN_P_E4M3", "fp8attn_p_hilo": "FP8ATTN_P_E4M3_HILO",
               "fp8attn_p_fp16": "FP8ATTN_P_FP16"}
-MODES = MODE_NAMES  # the method names the harness knows
 
 
 class Lib:
@@ -40,7 +39,7 @@ class Lib:
         self.c = fp8attn.load(path)  # raises with the reason if the library is missing
 
     def mode(self, name: str) -> int:
-        return self.c.constant(MODE_NAMES[name])
+        return self.c.constant(MODES[name])
 
 
 def load(path: str) -> Lib:
