@@ -9,6 +9,7 @@ Gaussian BF16 inputs quantized per (batch, KV head), the harness's quantizer (be
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -31,6 +32,7 @@ def main():
     ap.add_argument("--causal", type=int, default=1)
     ap.add_argument("--calls", type=int, default=5)
     args = ap.parse_args()
+    os.environ.setdefault("FP8ATTN_LIB", str(Path(args.lib).resolve()))
     g = torch.Generator(device="cuda").manual_seed(1)
     q = torch.randn((args.b, args.s, args.h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
     k = torch.randn((args.b, args.s, args.hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)

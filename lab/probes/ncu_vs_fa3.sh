@@ -21,4 +21,6 @@ while read -r b s h hkv c; do
     echo "== $tag rc=$? $(wc -l < "${OUT:-.}/ncu/$tag.csv") lines"
   done
 done <<< "$SHAPES"
-python3 lab/probes/ncu_summary.py "${OUT:-.}"/ncu/*.csv | tee "${OUT:-.}/ncu/summary.txt"
+python3 lab/probes/ncu_summary.py "${OUT:-.}"/ncu/*.csv | tee "${OUT:-.}/ncu-summary.txt"
+tail -n 3 "${OUT:-.}"/ncu/*.err
+tar -C "${OUT:-.}" -czf "${OUT:-.}/ncu.tar.gz" ncu && rm -rf "${OUT:-.}/ncu"
