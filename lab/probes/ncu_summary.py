@@ -7,7 +7,7 @@ from pathlib import Path
 KEYS = ["Duration", "Elapsed Cycles", "SM Frequency", "Compute (SM) Throughput", "Registers Per Thread",
         "Dynamic Shared Memory Per Block", "Grid Size", "Block Size", "Executed Ipc Active",
         "Issue Slots Busy", "No Eligible", "Active Warps Per Scheduler", "Eligible Warps Per Scheduler",
-        "Issued Warp Per Scheduler", "Warp Cycles Per Issued Instruction", "Executed Instructions",
+        "Issued Warp Per Scheduler", "Warp Cycles Per Issued Instruction", "Executed Instructions", "Stall Long Scoreboard", "Stall Wait", "Stall Barrier", "Stall Math Pipe Throttle",
         "Avg. Executed Instructions Per Scheduler", "Memory Throughput", "L2 Hit Rate", "DRAM Throughput",
         "L1/TEX Hit Rate", "Mem Busy", "Max Bandwidth"]
 
@@ -23,7 +23,7 @@ def read(path):
         if "Metric Name" in r:
             head = r
             continue
-        if head and len(r) == len(head):
+        if head and len(r) >= 15:
             d = dict(zip(head, r))
             vals[d["Metric Name"]] = f'{d["Metric Value"]} {d.get("Metric Unit", "")}'.strip()
             vals.setdefault("_kernel", d.get("Kernel Name", "")[:60])
