@@ -4,11 +4,16 @@
 #include "attn/validate.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "attn/extent.h"
 #include "attn/status.h"
+
+// vt_dtype filled the struct's tail padding: its size and every other offset are unchanged.
+static_assert(offsetof(fp8attn_fwd_params, vt_dtype) == offsetof(fp8attn_fwd_params, p_precision) + 4 &&
+              sizeof(fp8attn_fwd_params) == offsetof(fp8attn_fwd_params, vt_dtype) + 4);
 
 namespace fp8attn::attn {
 namespace {
