@@ -53,6 +53,9 @@ struct Scheme {
   bool kernel_prepass = false;
   bool prepass_smooth_k = true, prepass_smooth_v = true, prepass_hadamard = false;
   bool prepass_q_block = false, prepass_v_head = false, prepass_k_head = false;
+  // V^T in FP16 (FP8ATTN_VT_FP16: the same scaled values, rounded to FP16 instead of E4M3);
+  // only with FP16 P (numerics.p_format FP16), as the kernel.
+  bool prepass_v_fp16 = false;
 
   // The products see only BF16 values and nothing is transformed: the kernel-only reference
   // equals the end-to-end one.
