@@ -13,7 +13,8 @@
 //              (one-level kernels; the two-level ones wait for the PV: key_blocks_serial).
 //              Ping-pong: the two warpgroups take turns issuing (named barriers), so one's
 //              softmax also runs under the other's GEMMs.
-//   epilogue : O * v_descale / l (+ o_bias) -> BF16, LSE -> FP32, straight from registers.
+//   epilogue : O * v_descale / l (+ o_bias) -> BF16 -> shared memory (stmatrix) -> TMA store,
+//              LSE -> FP32 from registers.
 #pragma once
 #include <cuda.h>
 
@@ -45,6 +46,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::tma_prefetch_descriptor(&p.tma_q);
     ptx::tma_prefetch_descriptor(&p.tma_k);
     ptx::tma_prefetch_descriptor(&p.tma_vt);
+    if (p.o_tma) ptx::tma_prefetch_descriptor(&p.tma_o);
     for (int s = 0; s < 2; ++s) {
       ptx::mbar_init(&sm.tile_full[s], 1);
       // Every thread that reads the published tile arrives itself (its own read ordered before
