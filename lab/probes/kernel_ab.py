@@ -111,7 +111,8 @@ def variant_main(args, fa3, records):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--variant-lib", help="a library built with another P offset/slack")
+    ap.add_argument("--variant-lib", action="append", default=[],
+                    help="a library built with another variant (repeatable; each in its own process)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=20261201)
@@ -149,7 +150,7 @@ def main():
         print("P offset: each library's kernel vs FA3 FP8 (speed), and kernel-only error")
         out = Path(args.out)
         tags = args.variant_tags.split(",")
-        for tag, path in ((tags[0], args.lib), (tags[1], args.variant_lib)):
+        for tag, path in zip(tags, [args.lib] + args.variant_lib):
             child = out / f".{tag}.json"
             rc = subprocess.call([sys.executable, __file__, "--lib", path, "--out", str(out),
                                   "--runs", str(args.runs), "--seed", str(args.seed), "--tag", tag,
