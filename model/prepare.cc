@@ -205,6 +205,21 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
   p.v_scale = cache.v_descale;
   if (opt.smooth_k) p.lse_bias = qq.lse_bias;
   if (opt.smooth_v) p.o_bias = cache.v_mean;
+  if (sc.prepass_v16) {
+    // V in FP16 of the BF16 V less the pre-pass's m_V (what smoothing subtracts), descale 1.
+    if (sc.numerics.p_format != Format::FP16) {
+      throw std::invalid_argument("prepass_v16 needs P in FP16 (FP8ATTN_P_FP16)");
+    }
+    for (int b = 0; b < v.b; ++b)
+      for (int s = 0; s < v.s; ++s)
+        for (int h = 0; h < v.h; ++h)
+          for (int c = 0; c < v.d; ++c) {
+            const size_t bhc = (static_cast<size_t>(b) * v.h + h) * v.d + c;
+            const float m = opt.smooth_v ? cache.v_mean[bhc] : 0.0f;
+            p.v(b, s, h, c) = round_to(Format::FP16, bf16_to_float(vb[v.index(b, s, h, c)]) - m);
+          }
+    p.v_scale.assign(static_cast<size_t>(v.b) * v.h * v.d, 1.0f);
+  }
   // Dequantized: x = code * descale at the kernel's granularities.
   p.q_deq = p.q;
   p.k_deq = p.k;

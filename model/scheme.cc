@@ -143,6 +143,15 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
       s.prepass_k_head = true;
       return s;
     }});
+    v.push_back({"fp8attn-accurate-v16", [=] {
+      // fp8attn-accurate with V not rounded to E4M3: FP16(V - m_V) against FP16 P, O in FP32.
+      Scheme s = kernel("fp8attn-accurate-v16", "fp8attn-accurate with V kept in FP16 (V - m_V "
+                        "centred by the pre-pass, no E4M3 rounding), P in FP16",
+                        FP8ATTN_P_FP16, true);
+      s.prepass_k_head = true;
+      s.prepass_v16 = true;
+      return s;
+    }});
     v.push_back({"sage2-like", [=] {
       FlashNumerics nm;
       nm.p_offset_log2 = std::log2(448.0f);
@@ -298,6 +307,7 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "hadamard_v") sc.hadamard_v = parse_bool(spec, val);
   else if (key == "prepass_q_block") prepass_only(sc.prepass_q_block);
   else if (key == "prepass_v_head") prepass_only(sc.prepass_v_head);
+  else if (key == "prepass_v16") prepass_only(sc.prepass_v16);
   else if (key == "prepass_k_head") {
     // The kernel's dispatch (src/api.cu): a per-head K descale lets one-level E4M3 P run
     // 192-key blocks; two-level accumulation stays on 128.
@@ -370,8 +380,8 @@ std::string Scheme::summary() const {
   if (kernel_prepass) {
     s << "prepass(smooth_k=" << prepass_smooth_k << " smooth_v=" << prepass_smooth_v
       << " hadamard=" << prepass_hadamard << " q=" << (prepass_q_block ? "block" : "token")
-      << " k=" << (prepass_k_head ? "head" : "block") << " v=" << (prepass_v_head ? "head" : "channel")
-      << ")";
+      << " k=" << (prepass_k_head ? "head" : "block")
+      << " v=" << (prepass_v16 ? "fp16" : prepass_v_head ? "head" : "channel") << ")";
   } else {
     s << "q=" << op(q) << " k=" << op(k) << " v=" << op(v) << " smooth_q=" << smooth_q
       << " smooth_k=" << smooth_k << " smooth_v=" << smooth_v << " hadamard_qk=" << hadamard_qk

@@ -7,7 +7,9 @@ every layer computed by one scheme's CPU emulation, against the pass with exact 
 
 Schemes (SCHEMES below): exact (FP32 attention on the BF16 Q, K, V), bf16-flash (FA3-BF16
 numerics), fa3-fp8 (FA3 FP8: per-(batch, KV head) amax/448 scales), fp8attn-default (the
-library's pre-pass + E4M3-P kernel numerics), fp8attn-accurate (the same pre-pass, P in FP16).
+library's pre-pass + E4M3-P kernel numerics), fp8attn-accurate (the same pre-pass, P in FP16),
+fp8attn-accurate-v16 (the same Q and K, V kept in FP16 after the pre-pass's centring: no E4M3
+rounding of V; P in FP16).
 The FP8 products follow the tensor core's accumulation rule: --acc-rule takes the rule the
 microbenchmark measured (tools/wgmma_accum/rule.py reads it); without it the model's assumed
 rule is used and the results say so. Head dim 64 runs zero-padded to 128 with the softmax scale
@@ -16,7 +18,9 @@ kept at 1/sqrt(64), as the kernel would run it.
 Per scheme: perplexity of the predicted tokens; against the exact run: next-token KL(exact ||
 scheme) mean and p99 over positions, top-1 agreement. Checkpoints after every layer under
 data/cache/model-quality/<model>-<tokens>/<scheme>/ (an interrupted run resumes there), one
-progress line per layer. Writes the model's records into results/model-quality.json.
+progress line per layer. Writes the model's records into results/model-quality.json: those of
+the schemes run replace their own, the others are kept. A run of every scheme records its
+provenance per model; a run of some schemes records it in each of its records.
 """
 from __future__ import annotations
 
@@ -47,6 +51,7 @@ SCHEMES = {
     "fa3-fp8": ("fa3-fp8", ("qk", "pv")),
     "fp8attn-default": ("fp8attn-default", ("qk", "pv")),
     "fp8attn-accurate": ("fp8attn-accurate", ("qk",)),
+    "fp8attn-accurate-v16": ("fp8attn-accurate-v16", ("qk",)),
 }
 
 
@@ -240,8 +245,17 @@ def main(argv=None) -> int:
     doc = {"records": []}
     if os.path.exists(args.results):
         doc = json.load(open(args.results))
-    doc["records"] = [r for r in doc.get("records", []) if r["model"] != args.model] + records
-    doc.setdefault("provenance", {})[args.model] = provenance.record(sys.argv)
+    prov = provenance.record(sys.argv)
+    if set(SCHEMES) <= set(names):
+        doc["records"] = [r for r in doc.get("records", []) if r["model"] != args.model] + records
+        doc.setdefault("provenance", {})[args.model] = prov
+    else:  # some schemes: theirs replaced, each with its own provenance; the others kept as they are
+        records = [{**r, "provenance": prov} for r in records if r["scheme"] != "exact"
+                   or not any(o["model"] == args.model and o["scheme"] == "exact"
+                              for o in doc.get("records", []))]
+        ran = {r["scheme"] for r in records}
+        doc["records"] = [r for r in doc.get("records", [])
+                          if not (r["model"] == args.model and r["scheme"] in ran)] + records
     doc["note"] = ("KL(exact || scheme) of the next-token distributions per position (nats), mean "
                    "and 99th percentile; top1_agree: share of positions whose argmax equals the "
                    "exact run's; ppl over the tokens - 1 predicted tokens of the text's prefix")
