@@ -93,12 +93,14 @@ def prepass_spec(o: dict) -> str:
 def write_cache(path: pathlib.Path, cache: dict, keys: str) -> None:
     cache.setdefault("about", "fp8attn-eval RMSE per [file, sha256, causal, softmax_scale, scheme, "
                      "reference], written by tools/wgmma_accum/compare.py (--model-cache)")
-    cache.setdefault("writes", []).append({
-        "command": " ".join(sys.argv), "commit": git("rev-parse", "HEAD"), "machine": platform.node(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "accumulator_keys": keys})
+    writes = cache.setdefault("writes", [])
+    if not cache.get("_written"):  # one provenance entry per invocation, however many writes
+        writes.append({"command": " ".join(sys.argv), "commit": git("rev-parse", "HEAD"),
+                       "machine": platform.node(), "accumulator_keys": keys,
+                       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+        cache["_written"] = True
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cache, indent=1) + "\n")
+    path.write_text(json.dumps({k: v for k, v in cache.items() if k != "_written"}, indent=1) + "\n")
 
 
 def git(*a) -> str:
@@ -221,9 +223,8 @@ def main(argv=None) -> int:
         return 0
     print(f"model: {runs_done} fp8attn-eval run(s), {reused} (file, mask, scheme) figure pair(s) "
           f"from {args.model_cache}" if args.model_cache else f"model: {runs_done} fp8attn-eval run(s)")
-    if args.model_only:
-        write_cache(args.model_cache, cache, keys)
-        print(f"wrote {args.model_cache}: {len(figures)} figures")
+    if args.model_only:  # the cache was written after each run; nothing new, nothing written
+        print(f"{args.model_cache}: {len(figures)} figures" + (" (new ones written)" if runs_done else ""))
         return 0
 
     rows = []
