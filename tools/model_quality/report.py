@@ -16,7 +16,7 @@ DOC = os.path.join(REPO, "docs", "model-quality.md")
 PLOT = os.path.join(REPO, "docs", "img", "model-quality.png")
 BEGIN = "<!-- model-quality:begin (tools/model_quality/report.py) -->"
 END = "<!-- model-quality:end -->"
-ORDER = ["exact", "bf16-flash", "fa3-fp8", "fp8attn-default", "fp8attn-accurate"]
+ORDER = ["exact", "bf16-flash", "fa3-fp8", "fp8attn-default", "fp8attn-accurate", "fp8attn-accurate-v16"]
 
 
 def table(doc: dict) -> list[str]:
@@ -50,9 +50,21 @@ def table(doc: dict) -> list[str]:
                     f"{bf['ppl_delta']:+.4f}, top-1 {bf['top1_agree']:.4f}; fp8attn-accurate: KL mean "
                     f"{ac['kl_mean']:.2e} ({ac['kl_mean'] / bf['kl_mean']:.2f}x BF16-flash's), perplexity "
                     f"change {ac['ppl_delta']:+.4f}, top-1 {ac['top1_agree']:.4f}."]
+            if "fp8attn-accurate-v16" in by:
+                v = by["fp8attn-accurate-v16"]
+                out.append(f"- fp8attn-accurate-v16 (V in FP16): KL mean {v['kl_mean']:.2e} "
+                           f"({v['kl_mean'] / bf['kl_mean']:.2f}x BF16-flash's), perplexity change "
+                           f"{v['ppl_delta']:+.4f}, top-1 {v['top1_agree']:.4f}.")
         if prov:
+            own = [r["scheme"] for r in rs if r.get("provenance")]
             out += ["", f"Written by `{prov.get('command')}` at commit `{str(prov.get('git_commit'))[:12]}` on "
-                        f"{prov.get('machine')}, {prov.get('date_utc')}."]
+                        f"{prov.get('machine')}, {prov.get('date_utc')}"
+                        + (f" ({', '.join(own)}: below)." if own else ".")]
+        for r in rs:  # a scheme run on its own later (run.py --schemes) carries its provenance
+            p = r.get("provenance")
+            if p:
+                out += ["", f"{r['scheme']}: written by `{p.get('command')}` at commit "
+                            f"`{str(p.get('git_commit'))[:12]}` on {p.get('machine')}, {p.get('date_utc')}."]
         out.append("")
     return out
 
