@@ -36,7 +36,9 @@ import numpy as np
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "capture"))
 sys.path.insert(0, os.path.join(REPO, "tools", "wgmma_accum"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import cache_guard  # noqa: E402
 import forward  # noqa: E402
 import provenance  # noqa: E402
 from gguf_model import GgufModel  # noqa: E402
@@ -67,7 +69,18 @@ def load_lib(path: str):
                   ctypes.c_float, ctypes.c_int, fp]
     f.restype = ctypes.c_int
     lib.fp8attn_model_last_error.restype = ctypes.c_char_p
+    lib.fp8attn_model_scheme_summary.argtypes = [ctypes.c_char_p]
+    lib.fp8attn_model_scheme_summary.restype = ctypes.c_char_p
     return lib
+
+
+def scheme_summary(lib, spec: str | None) -> str:
+    if spec is None:
+        return "numpy fp32 exact attention on BF16 q, k, v"
+    got = lib.fp8attn_model_scheme_summary(spec.encode())
+    if got is None:
+        raise SystemExit(f"{spec}: {lib.fp8attn_model_last_error().decode()}")
+    return got.decode()
 
 
 def scheme_spec(name: str, acc_keys: str) -> str | None:
@@ -213,18 +226,22 @@ def main(argv=None) -> int:
         work = os.path.join(work_root if name != "exact" else os.path.dirname(exact_lp) +
                             f"/{args.model}-{args.tokens}-exact", name)
         done = os.path.join(work, "metrics.json")
-        if os.path.exists(done) and (name != "exact" or os.path.exists(exact_lp)):
+        spec = scheme_spec(name, acc_keys)
+        summary = scheme_summary(lib, spec)
+        # Checkpoints are reused only if made by this very emulation (cache_guard.py); the exact
+        # pass is run.py's own NumPy, no model scheme.
+        reused = name == "exact" or cache_guard.claim(work, summary, log)
+        if reused and os.path.exists(done) and (name != "exact" or os.path.exists(exact_lp)):
             metrics[name] = json.load(open(done))
             log(f"  {name}: done before ({metrics[name]['ppl']:.4f})")
             continue
-        spec = scheme_spec(name, acc_keys)
         attention = None if spec is None else emulated_attention(lib, spec)
         t = time.time()
         hidden = run_scheme(model, ids, name, attention, work)
         m = score(model, hidden, ids[1:], None if name == "exact" else exact_lp,
                   exact_lp if name == "exact" else None)
         m.update(scheme_spec=spec or "numpy fp32 exact attention on BF16 q, k, v",
-                 seconds=round(time.time() - t, 1))
+                 scheme_summary=summary, seconds=round(time.time() - t, 1))
         with open(done, "w") as f:
             json.dump(m, f, indent=1)
         metrics[name] = m
@@ -239,6 +256,7 @@ def main(argv=None) -> int:
                         "ppl": m["ppl"], "ppl_delta": m["ppl"] - ppl0,
                         "kl_mean": m.get("kl_mean", 0.0), "kl_p99": m.get("kl_p99", 0.0),
                         "top1_agree": m.get("top1_agree", 1.0), "scheme_spec": m["scheme_spec"],
+                        "scheme_summary": m.get("scheme_summary"),
                         "head_dim": model.config.head_dim,
                         "padded_to": KERNEL_HEAD_DIM if model.config.head_dim < KERNEL_HEAD_DIM else None,
                         "accumulator_rule": rule, "seconds": m["seconds"]})
