@@ -111,9 +111,13 @@ def pack_softmax_scale(metadata: dict | None) -> float | None:
     raw = (metadata or {}).get("softmax_scale")
     if raw is None:
         return None
-    scale = float(raw)
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = float("nan")
     if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"softmax_scale {raw!r} in a capture's metadata is not a finite positive number")
+        raise ValueError(f"softmax_scale {raw!r} in a capture's metadata is not a finite positive "
+                         "number (re-pack with tools/capture/pack.py)")
     return scale
 
 
@@ -128,7 +132,11 @@ def load_captures(folder: Path, device) -> list[tuple[str, tuple, float | None]]
             meta = h.metadata()
         t = load_file(str(f), device=str(device))
         if {"q", "k", "v"} <= t.keys() and t["q"].dim() == 4 and t["q"].shape[-1] == 128:
-            found.append((f"captured:{f.stem}", (t["q"], t["k"], t["v"]), pack_softmax_scale(meta)))
+            try:
+                scale = pack_softmax_scale(meta)
+            except ValueError as e:
+                raise ValueError(f"{f}: {e}") from None
+            found.append((f"captured:{f.stem}", (t["q"], t["k"], t["v"]), scale))
     return found
 
 
