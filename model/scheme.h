@@ -53,9 +53,9 @@ struct Scheme {
   bool kernel_prepass = false;
   bool prepass_smooth_k = true, prepass_smooth_v = true, prepass_hadamard = false;
   bool prepass_q_block = false, prepass_v_head = false, prepass_k_head = false;
-  // V kept in FP16 (no E4M3 rounding): FP16(V - m_V) with m_V the pre-pass's channel mean (0
-  // without smooth_v), descale 1; the pre-pass's Q and K as above. Needs P in FP16.
-  bool prepass_v16 = false;
+  // V^T in FP16 (FP8ATTN_VT_FP16: the same scaled values, rounded to FP16 instead of E4M3);
+  // only with FP16 P (numerics.p_format FP16), as the kernel.
+  bool prepass_v_fp16 = false;
 
   // The products see only BF16 values and nothing is transformed: the kernel-only reference
   // equals the end-to-end one.

@@ -1,5 +1,5 @@
 // Which attention kernel a call runs: a pure function of the call's arguments (P precision and
-// K-scale granularity), over the configurations instantiated in attn/instantiations/.
+// K-scale granularity, V^T dtype), over the configurations instantiated in attn/instantiations/.
 #pragma once
 #include "fp8attn/fp8attn.h"
 
@@ -15,8 +15,12 @@ enum class KernelId : int {
   // P hi+lo: two-level accumulation (its precision would otherwise be lost to the wgmma's
   // accumulation across all keys), which fits in registers with 128-key blocks only.
   kE4M3HiLoTwoLevel,
-  // FP16 P: one-level (the FP16 wgmma accumulates in FP32), 128-key blocks (S 64 + O 64 + P 32).
+  // FP16 P from E4M3 V^T: one-level (the FP16 wgmma accumulates in FP32), 128-key blocks (S 64 +
+  // O 64 + P 32), V converted to FP16 in shared memory by three producer-warpgroup warps.
   kFP16Block128,
+  // FP16 P from FP16 V^T: the same product, V loaded by the TMA in the wgmma's layout: no
+  // converter warps, so the consumers get 240 registers and the producer 24.
+  kFP16VtBlock128,
   kInvalid,
 };
 
@@ -25,8 +29,12 @@ constexpr bool k_scale_per_block(const fp8attn_fwd_params& p) {
   return p.k_descale != nullptr && p.kd_stride_blk != 0;
 }
 
-// kInvalid only for an unknown p_precision (validate() rejects it first).
+// kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()
+// rejects them first).
 constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
+  if (p.vt_dtype == FP8ATTN_VT_FP16)
+    return p.p_precision == FP8ATTN_P_FP16 ? KernelId::kFP16VtBlock128 : KernelId::kInvalid;
+  if (p.vt_dtype != FP8ATTN_VT_E4M3) return KernelId::kInvalid;
   switch (p.p_precision) {
     case FP8ATTN_P_E4M3:
       return k_scale_per_block(p) ? KernelId::kE4M3Block128 : KernelId::kE4M3Block192;
@@ -42,6 +50,7 @@ constexpr const char* kernel_name(KernelId id) {
     case KernelId::kE4M3Block128: return "e4m3_block128";
     case KernelId::kE4M3HiLoTwoLevel: return "e4m3_hilo_two_level";
     case KernelId::kFP16Block128: return "fp16_block128";
+    case KernelId::kFP16VtBlock128: return "fp16_vt_block128";
     default: return "invalid";
   }
 }

@@ -105,6 +105,17 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
     EXPECT_EQ(select_kernel(p), KernelId::kFP16Block128);
     p.kd_stride_blk = 1 + rng() % 7;
     EXPECT_EQ(select_kernel(p), KernelId::kFP16Block128);
+    // FP16 V^T: the TMA-loaded kernel, whatever the K descale; with any E4M3 P, none.
+    p.vt_dtype = FP8ATTN_VT_FP16;
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock128);
+    p.kd_stride_blk = 0;
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock128);
+    p.p_precision = rng() % 2 ? FP8ATTN_P_E4M3 : FP8ATTN_P_E4M3_HILO;
+    EXPECT_EQ(select_kernel(p), KernelId::kInvalid);
+    p.vt_dtype = 2 + static_cast<int>(rng() % 100);
+    p.p_precision = FP8ATTN_P_FP16;
+    EXPECT_EQ(select_kernel(p), KernelId::kInvalid);
+    p.vt_dtype = FP8ATTN_VT_E4M3;
   }
 }
 

@@ -163,14 +163,17 @@ void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_
   const fp8attn_bf16_tensor k = device_tensor(in.k_view(), in.kv.data(), d_kv.p);
   const fp8attn_bf16_tensor v = device_tensor(in.v_view(), in.kv.data(), d_kv.p);
 
-  DeviceBuffer cache_buf(fp8attn_kv_cache_bytes(in.b, in.sk, in.h_kv, kD, vt_pad));
+  const int vt_dtype = cpu_kv.vt_dtype;
+  DeviceBuffer cache_buf(fp8attn_kv_cache_bytes_vt(in.b, in.sk, in.h_kv, kD, vt_pad, vt_dtype));
   DeviceBuffer ws(fp8attn_quantize_kv_workspace_bytes(in.b, in.sk, in.h_kv));
   DeviceBuffer q_buf(fp8attn_q_quant_bytes(in.b, in.sq, in.h, kD));
   ASSERT_TRUE(cache_buf.p && ws.p && q_buf.p);
   fp8attn_kv_cache cache{};
   fp8attn_q_quant qq{};
-  ASSERT_EQ(fp8attn_kv_cache_init(&cache, cache_buf.p, cache_buf.bytes, in.b, in.sk, in.h_kv, kD,
-                                  vt_pad), FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
+  ASSERT_EQ(fp8attn_kv_cache_init_vt(&cache, cache_buf.p, cache_buf.bytes, in.b, in.sk, in.h_kv,
+                                     kD, vt_pad, vt_dtype), FP8ATTN_SUCCESS)
+      << fp8attn_quant_last_error();
+  ASSERT_EQ(cache.vt_dtype, vt_dtype);
   ASSERT_EQ(fp8attn_q_quant_init(&qq, q_buf.p, q_buf.bytes, in.b, in.sq, in.h, kD),
             FP8ATTN_SUCCESS) << fp8attn_quant_last_error();
   if (entry == Entry::kSplit) {
@@ -190,8 +193,14 @@ void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_
   const std::vector<int> kv_c = {in.b, in.h_kv, kD}, q_s = {in.b, in.h, in.sq};
   expect_same_bits(to_host<uint8_t>(cache.k, cpu_kv.k.size()), cpu_kv.k, "k (b, s, h_kv, c)",
                    {in.b, in.sk, in.h_kv, kD});
-  expect_same_bits(to_host<uint8_t>(cache.vt, cpu_kv.vt.size()), cpu_kv.vt, "vt (b, h_kv, c, pos)",
-                   {in.b, in.h_kv, kD, pad});
+  if (vt_dtype == FP8ATTN_VT_FP16) {
+    ASSERT_EQ(cpu_kv.vt16.size(), size_t(in.b) * in.h_kv * kD * pad);
+    expect_same_bits(to_host<uint16_t>(cache.vt, cpu_kv.vt16.size()), cpu_kv.vt16,
+                     "vt FP16 (b, h_kv, c, key)", {in.b, in.h_kv, kD, pad});
+  } else {
+    expect_same_bits(to_host<uint8_t>(cache.vt, cpu_kv.vt.size()), cpu_kv.vt,
+                     "vt (b, h_kv, c, pos)", {in.b, in.h_kv, kD, pad});
+  }
   expect_same_bits(to_host<float>(cache.k_descale, cpu_kv.k_descale.size()), cpu_kv.k_descale,
                    "k_descale (b, h_kv, blk)", {in.b, in.h_kv, nblk});
   expect_same_bits(to_host<float>(cache.v_descale, cpu_kv.v_descale.size()), cpu_kv.v_descale,
@@ -240,7 +249,10 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
                std::to_string(opt.v_scale) + " pad=" + std::to_string(vt_pad) + " packed=" +
                std::to_string(in.packed));
   const float softmax_scale = 1.0f / std::sqrt(128.0f);
-  const fm::KvCacheHost cpu_kv = fm::prepass_kv(in.k_view(), in.v_view(), opt, vt_pad);
+  // Both V^T forms: E4M3 (permuted) and FP16 (natural order, FP8ATTN_P_FP16's cache).
+  for (const int vt_dtype : {FP8ATTN_VT_E4M3, FP8ATTN_VT_FP16}) {
+  SCOPED_TRACE(vt_dtype == FP8ATTN_VT_FP16 ? "vt_dtype FP16" : "vt_dtype E4M3");
+  const fm::KvCacheHost cpu_kv = fm::prepass_kv(in.k_view(), in.v_view(), opt, vt_pad, vt_dtype);
   const fm::QQuantHost cpu_q = fm::prepass_q(in.q_view(), cpu_kv,
                                              static_cast<fp8attn_q_scale>(opt.q_scale),
                                              softmax_scale);
@@ -254,6 +266,7 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
       compare_variant(in, opt, vt_pad, cpu_kv, cpu_q, softmax_scale, entry);
       if (::testing::Test::HasFatalFailure()) return;
     }
+  }
   }
 }
 

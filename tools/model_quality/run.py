@@ -7,9 +7,9 @@ every layer computed by one scheme's CPU emulation, against the pass with exact 
 
 Schemes (SCHEMES below): exact (FP32 attention on the BF16 Q, K, V), bf16-flash (FA3-BF16
 numerics), fa3-fp8 (FA3 FP8: per-(batch, KV head) amax/448 scales), fp8attn-default (the
-library's pre-pass + E4M3-P kernel numerics), fp8attn-accurate (the same pre-pass, P in FP16),
-fp8attn-accurate-v16 (the same Q and K, V kept in FP16 after the pre-pass's centring: no E4M3
-rounding of V; P in FP16).
+library's pre-pass + E4M3-P kernel numerics), fp8attn-accurate (the library's accurate mode: the
+same pre-pass writing V^T in FP16, P in FP16), and as an extra fp8attn-accurate-e4m3v (the earlier
+accurate mode: V^T in E4M3, P in FP16).
 The FP8 products follow the tensor core's accumulation rule: --acc-rule takes the rule the
 microbenchmark measured (tools/wgmma_accum/rule.py reads it); without it the model's assumed
 rule is used and the results say so. Head dim 64 runs zero-padded to 128 with the softmax scale
@@ -53,7 +53,7 @@ SCHEMES = {
     "fa3-fp8": ("fa3-fp8", ("qk", "pv")),
     "fp8attn-default": ("fp8attn-default", ("qk", "pv")),
     "fp8attn-accurate": ("fp8attn-accurate", ("qk",)),
-    "fp8attn-accurate-v16": ("fp8attn-accurate-v16", ("qk",)),
+    "fp8attn-accurate-e4m3v": ("fp8attn-accurate-e4m3v", ("qk",)),
 }
 
 
