@@ -12,6 +12,9 @@ same tensors for fp8attn and fa3_fp8; prepass = the library's own pre-pass outpu
 <mode>@prepass; fp8attn_end_to_end is the library's whole BF16-in call); bf16 = the data itself.
 Errors are over the whole output tensor: rmse, max_abs, rel_rmse = rmse / rms(reference).
 A non-finite output gives null figures (and never a pass).
+Softmax scale: a dataset may carry its own (a capture pack's `softmax_scale` metadata: a head-dim-64
+model zero-padded to 128 keeps 1/8, not 1/sqrt(128)); every method and every reference then runs
+with it, and each record says which (`softmax_scale`; null = the default 1/sqrt(d)).
 """
 from __future__ import annotations
 
@@ -102,14 +105,38 @@ def synthetic(kind: str, b: int, s: int, h: int, h_kv: int, d: int, seed: int, d
     return one(s, h), one(sk or s, h_kv), one(sk or s, h_kv)
 
 
-def load_captures(folder: Path, device) -> list[tuple[str, tuple]]:
-    """Every *.safetensors under `folder` with BF16 tensors q, k, v shaped (b, s, h, d)."""
+def pack_softmax_scale(metadata: dict | None) -> float | None:
+    """A capture file's own softmax scale (tools/capture/pack.py writes one for a padded
+    head-dim-64 model), or None: the default 1/sqrt(d)."""
+    raw = (metadata or {}).get("softmax_scale")
+    if raw is None:
+        return None
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = float("nan")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"softmax_scale {raw!r} in a capture's metadata is not a finite positive "
+                         "number (re-pack with tools/capture/pack.py)")
+    return scale
+
+
+def load_captures(folder: Path, device) -> list[tuple[str, tuple, float | None]]:
+    """Every *.safetensors under `folder` with BF16 tensors q, k, v shaped (b, s, h, 128), as
+    (name, (q, k, v), softmax_scale from its metadata or None)."""
+    from safetensors import safe_open
     from safetensors.torch import load_file
     found = []
     for f in sorted(Path(folder).rglob("*.safetensors")):
+        with safe_open(str(f), "pt") as h:
+            meta = h.metadata()
         t = load_file(str(f), device=str(device))
         if {"q", "k", "v"} <= t.keys() and t["q"].dim() == 4 and t["q"].shape[-1] == 128:
-            found.append((f"captured:{f.stem}", (t["q"], t["k"], t["v"])))
+            try:
+                scale = pack_softmax_scale(meta)
+            except ValueError as e:
+                raise ValueError(f"{f}: {e}") from None
+            found.append((f"captured:{f.stem}", (t["q"], t["k"], t["v"]), scale))
     return found
 
 
@@ -124,28 +151,34 @@ def add_o_bias(o, o_bias):
 
 
 def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, notes: list,
-                prepass=None, ops=None) -> tuple[list, list]:
+                prepass=None, ops=None, softmax_scale: float | None = None) -> tuple[list, list]:
     """Errors of every method on one dataset. `methods` maps a method name to (kind, fn):
-    'fp8' fn(qz, causal) -> (o, lse or None) on quantize(q, k, v); 'prepass' fn(pp, causal) ->
-    (o, lse) on pp = prepass(q, k, v); 'bf16' and 'e2e' fn(q, k, v, causal) -> o. `ops` holds
+    'fp8' fn(qz, causal, scale) -> (o, lse or None) on quantize(q, k, v); 'prepass'
+    fn(pp, causal) -> (o, lse) on pp = prepass(q, k, v, scale), which holds the scale it was
+    made with; 'bf16' and 'e2e' fn(q, k, v, causal, scale) -> o. `scale` is `softmax_scale`
+    (None: 1/sqrt(d)), the same for every method and every reference. `ops` holds
     exact_attention, error_metrics, lse_max_abs, round_bf16, add_o_bias (this module by default;
     the dry run's numpy stand-ins otherwise). Returns (accuracy records, lse records)."""
     ops = ops or _THIS
     q, k, v = qkv
-    ref_o, _ = ops.exact_attention(q, k, v, causal)
+    scale = softmax_scale
+    ref_o, _ = ops.exact_attention(q, k, v, causal, softmax_scale=scale)
     cache: dict = {}
 
     def per_head():
         if "per_head" not in cache:
             qz = quantize(q, k, v)
-            cache["per_head"] = (qz, *ops.exact_attention(*qz.dequantized(), causal))
+            cache["per_head"] = (qz, *ops.exact_attention(*qz.dequantized(), causal, softmax_scale=scale))
         return cache["per_head"]
 
     def own():
         if "prepass" not in cache:
-            pp = prepass(q, k, v)
-            dq, dk, dv, scale, o_bias = pp.dequantized()
-            o, lse = ops.exact_attention(dq, dk, dv, causal, softmax_scale=scale)
+            pp = prepass(q, k, v, scale)
+            dq, dk, dv, pp_scale, o_bias = pp.dequantized()
+            want = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+            if not math.isclose(pp_scale, want, rel_tol=1e-6):  # FP32 in the library
+                raise RuntimeError(f"the pre-pass kept softmax_scale {pp_scale}, not the dataset's {want}")
+            o, lse = ops.exact_attention(dq, dk, dv, causal, softmax_scale=pp_scale)
             cache["prepass"] = (pp, ops.add_o_bias(o, o_bias))
         return cache["prepass"]
 
@@ -153,7 +186,7 @@ def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, note
 
     def add(method, inputs, reference, out, ref):
         rec = {"dataset": name, "causal": causal, "method": method, "reference": reference,
-               "inputs": inputs, **ops.error_metrics(out, ref)}
+               "inputs": inputs, "softmax_scale": scale, **ops.error_metrics(out, ref)}
         records.append(rec)
         log(f"  {name:<24} causal={int(causal)} {method:<24} {reference:<11} "
             f"rmse={_fmt(rec['rmse'])} max_abs={_fmt(rec['max_abs'])} rel_rmse={_fmt(rec['rel_rmse'])}")
@@ -163,13 +196,13 @@ def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, note
         try:
             if kind == "fp8":
                 qz, deq_o, deq_lse = per_head()
-                o, lse = fn(qz, causal)
+                o, lse = fn(qz, causal, scale)
                 add(method, inputs, "end_to_end", o, ref_o)
                 add(method, inputs, "kernel_only", o, deq_o)
                 add(method, inputs, "floor", ops.round_bf16(deq_o), ref_o)
                 if lse is not None:
                     lse_records.append({"dataset": name, "causal": causal, "method": method,
-                                        "reference": "kernel_only",
+                                        "reference": "kernel_only", "softmax_scale": scale,
                                         "lse_max_abs": ops.lse_max_abs(lse, deq_lse)})
             elif kind == "prepass":
                 pp, pp_o = own()
@@ -178,11 +211,11 @@ def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, note
                 add(method, inputs, "kernel_only", o, pp_o)
                 add(method, inputs, "floor", ops.round_bf16(pp_o), ref_o)
             elif kind == "e2e":
-                o = fn(q, k, v, causal)
+                o = fn(q, k, v, causal, scale)
                 add(method, inputs, "end_to_end", o, ref_o)
                 add(method, inputs, "kernel_only", o, own()[1])
             else:
-                o = fn(q, k, v, causal)
+                o = fn(q, k, v, causal, scale)
                 add(method, inputs, "end_to_end", o, ref_o)
                 add(method, inputs, "kernel_only", o, ref_o)
                 add(method, inputs, "floor", ops.round_bf16(ref_o), ref_o)
@@ -193,7 +226,8 @@ def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, note
             for reference in ("end_to_end", "kernel_only"):
                 if not any(r["method"] == method and r["reference"] == reference for r in records):
                     records.append({"dataset": name, "causal": causal, "method": method,
-                                    "reference": reference, "inputs": inputs, "rmse": None,
+                                    "reference": reference, "inputs": inputs,
+                                    "softmax_scale": scale, "rmse": None,
                                     "max_abs": None, "rel_rmse": None, "error": msg})
     return records, lse_records
 

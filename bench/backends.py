@@ -4,8 +4,9 @@ stand-ins (bench/dry_backend.py). Both give the harness the same few calls:
   gpu_name, versions, torch_clocks(), load_fa3() -> module | reason
   make_inputs(shape, seed) -> {'bf16': (q, k, v), 'quantized': qz}
   speed_runners(names, shape, sets, fa3, notes) -> name -> callable | reason;  qkv_gemm(shape)
-  synthetic(kind, b, s, h, h_kv, d, seed), captures(folder, notes) -> [(name, (q, k, v))]
-  accuracy_methods(fa3, notes), quantize, prepass, ops (accuracy's math)
+  synthetic(kind, b, s, h, h_kv, d, seed)
+  captures(folder, notes) -> [(name, (q, k, v), softmax_scale or None)]
+  accuracy_methods(fa3, notes), quantize, prepass(q, k, v, softmax_scale), ops (accuracy's math)
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class Gpu:
         self.versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
         self.ops = accuracy
         self.quantize = fp8attn_calls.quantize_per_head
-        self.prepass = lambda q, k, v: fp8attn_calls.prepass(self.lib, q, k, v)
+        self.prepass = lambda q, k, v, scale=None: fp8attn_calls.prepass(self.lib, q, k, v, scale)
 
     def torch_clocks(self) -> dict:
         try:
@@ -62,8 +63,8 @@ class Gpu:
         if not Path(folder).is_dir():
             notes.append(f"no captured activations carried ({folder} absent)")
             return []
-        return [(n, tuple(t.contiguous() for t in qkv))
-                for n, qkv in self.acc.load_captures(Path(folder), "cuda")]
+        return [(n, tuple(t.contiguous() for t in qkv), scale)
+                for n, qkv, scale in self.acc.load_captures(Path(folder), "cuda")]
 
     def accuracy_methods(self, fa3, notes):
         return self.m.accuracy_methods(self.lib, notes, fa3)
@@ -103,8 +104,12 @@ class Dry:
         return self.d.synthetic(kind, b, s, h, h_kv, d, seed)
 
     def captures(self, folder, notes):
-        notes.append("dry run: captured activations not read (safetensors need torch here)")
-        return []
+        if not Path(folder).is_dir():
+            notes.append(f"no captured activations given ({folder} absent)")
+            return []
+        found = self.d.load_captures(Path(folder))
+        notes.append(f"dry run: captures cut to their first {self.d.DRY_CAPTURE_TOKENS} tokens")
+        return found
 
     def accuracy_methods(self, fa3, notes):
         return self.d.accuracy_methods(fa3)

@@ -5,7 +5,9 @@ plots. Every figure they give is meaningless and every output says DRY RUN.
 Stand-ins: E4M3 and BF16 rounding by bit arithmetic; 'fp8attn' modes and 'fa3_fp8' = exact
 attention on the dequantized inputs with P rounded to E4M3 (or FP16, or hi+lo), output to BF16;
 BF16 methods = exact attention on the BF16 data; the pre-pass = K and V mean-smoothed, Q scaled
-per token. Timing is wall clock (bench/speed.py picks it without CUDA).
+per token. Timing is wall clock (bench/speed.py picks it without CUDA). Every accuracy stand-in
+takes the dataset's softmax scale as the GPU methods do; captures are read with
+tools/capture/st_io.py (no torch) and cut to their first DRY_CAPTURE_TOKENS tokens.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # tiny matrices: threads onl
 import numpy as np  # noqa: E402
 
 E4M3_MAX = 448.0
+DRY_CAPTURE_TOKENS = 256
 
 
 def e4m3(x):
@@ -57,19 +60,19 @@ class Quantized:
 class Prepass:
     """K and V mean-smoothed per (batch, kv head, channel), Q per token, E4M3."""
 
-    def __init__(self, q, k, v):
+    def __init__(self, q, k, v, softmax_scale=None):
         self.k_mean, self.v_mean = k.mean(axis=1), v.mean(axis=1)   # (b, h_kv, d)
         ks, vs = k - self.k_mean[:, None], v - self.v_mean[:, None]
         self.qs = np.where(np.abs(q).max(-1, keepdims=True) > 0, np.abs(q).max(-1, keepdims=True) / E4M3_MAX, 1)
         self.deq = (e4m3(q / self.qs) * self.qs, Quantized(q, ks, vs).dequantized()[1],
                     Quantized(q, ks, vs).dequantized()[2])
-        self.scale = 1 / math.sqrt(q.shape[3])
+        self.scale = 1 / math.sqrt(q.shape[3]) if softmax_scale is None else softmax_scale
 
     def dequantized(self):
         return (*self.deq, self.scale, self.v_mean)
 
     def run(self, causal, mode):
-        o, lse = exact_attention(*self.deq, causal, p_round=P_ROUND[mode])
+        o, lse = exact_attention(*self.deq, causal, softmax_scale=self.scale, p_round=P_ROUND[mode])
         return bf16(add_o_bias(o, self.v_mean)), lse
 
 
@@ -166,12 +169,32 @@ def qkv_gemm(shape):
     return lambda: x @ w
 
 
+def load_captures(folder):
+    """As bench/accuracy.load_captures, with numpy: (name, (q, k, v), softmax_scale) per file."""
+    import importlib.util
+    from pathlib import Path
+    from accuracy import pack_softmax_scale
+    # Loaded by path: tools/capture on sys.path would shadow bench's own modules (plots.py).
+    f = Path(__file__).resolve().parents[1] / "tools" / "capture" / "st_io.py"
+    spec = importlib.util.spec_from_file_location("capture_st_io", f)
+    st_io = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(st_io)
+    found = []
+    for f in sorted(Path(folder).rglob("*.safetensors")):
+        t, meta = st_io.read(str(f))
+        if {"q", "k", "v"} <= t.keys() and t["q"].ndim == 4 and t["q"].shape[-1] == 128:
+            qkv = tuple(st_io.bf16_to_f32(t[n][:, :DRY_CAPTURE_TOKENS]).astype(np.float64) for n in "qkv")
+            found.append((f"captured:{f.stem}", qkv, pack_softmax_scale(meta)))
+    return found
+
+
 def accuracy_methods(fa3):
     def fp8(mode):
-        return ("fp8", lambda qz, c: _rounded(exact_attention(*qz.dequantized(), c, p_round=P_ROUND[mode])))
+        return ("fp8", lambda qz, c, sc: _rounded(exact_attention(*qz.dequantized(), c, softmax_scale=sc,
+                                                                  p_round=P_ROUND[mode])))
 
     def bf16_method(qz_free=None):
-        return ("bf16", lambda q, k, v, c: bf16(exact_attention(q, k, v, c)[0]))
+        return ("bf16", lambda q, k, v, c, sc: bf16(exact_attention(q, k, v, c, softmax_scale=sc)[0]))
     m = {mode: fp8(mode) for mode in ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16")}
     m["fa3_fp8"] = fp8("fa3_fp8")
     m["fa3_bf16"] = bf16_method()
@@ -182,7 +205,7 @@ def accuracy_methods(fa3):
     m["sdpa_cudnn_bf16"] = bf16_method()
     for mode in ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16"):
         m[f"{mode}@prepass"] = ("prepass", lambda pp, c, mode=mode: pp.run(c, mode))
-    m["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c: Prepass(q, k, v).run(c, "fp8attn")[0])
+    m["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c, sc: Prepass(q, k, v, sc).run(c, "fp8attn")[0])
     return m
 
 

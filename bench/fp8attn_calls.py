@@ -5,10 +5,10 @@ public binding (python/fp8attn: capi for the C ABI, ops.make_params for the kern
   lib = load(path)
   qz = quantize_per_head(q, k, v)                 # FA3-like per (batch, kv head) E4M3 inputs
   run = kernel_runner(lib, qz, causal, mode)      # no-argument launch, marshalled up front
-  o, lse = kernel_call(lib, qz, causal, mode)
+  o, lse = kernel_call(lib, qz, causal, mode, softmax_scale=None)   # None: 1/sqrt(d)
   run = end_to_end_runner(lib, q, k, v, causal)   # BF16 in: pre-pass + kernel, library defaults
-  o, lse = end_to_end_call(lib, q, k, v, causal)
-  pp = prepass(lib, q, k, v)                      # the library's own FP8 inputs (default options)
+  o, lse = end_to_end_call(lib, q, k, v, causal, softmax_scale=None)
+  pp = prepass(lib, q, k, v, softmax_scale=None)  # the library's own FP8 inputs (default options)
   o, lse = pp.run(causal, mode); q, k, v, scale, o_bias = pp.dequantized()
 """
 from __future__ import annotations
@@ -73,9 +73,10 @@ def kernel_runner(lib: Lib, qz, causal: bool, mode: str):
     return run
 
 
-def kernel_call(lib: Lib, qz, causal: bool, mode: str):
+def kernel_call(lib: Lib, qz, causal: bool, mode: str, softmax_scale: float | None = None):
     return ops.attention_fwd(qz.q8, qz.k8, qz.vt8, q_descale=qz.q_descale, k_descale=qz.k_descale,
-                             v_descale=qz.v_descale, causal=causal, p_precision=lib.mode(mode))
+                             v_descale=qz.v_descale, softmax_scale=softmax_scale, causal=causal,
+                             p_precision=lib.mode(mode))
 
 
 def _bf16(t):
@@ -84,9 +85,10 @@ def _bf16(t):
     return capi.Bf16Tensor(t.data_ptr(), b, s, h, d, sb, ss, sh)
 
 
-def end_to_end_runner(lib: Lib, q, k, v, causal: bool):
+def end_to_end_runner(lib: Lib, q, k, v, causal: bool, softmax_scale: float | None = None):
     """fp8attn_attention (pre-pass with the library's default options + kernel) on BF16 q, k, v;
-    the workspace reserved here, outside any timing (the C entry, without Python per call)."""
+    the workspace reserved here, outside any timing (the C entry, without Python per call).
+    softmax_scale None: the library's default, 1/sqrt(128)."""
     b, sq, h, d = q.shape
     sk, h_kv = k.shape[1], k.shape[2]
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
@@ -97,6 +99,7 @@ def end_to_end_runner(lib: Lib, q, k, v, causal: bool):
     L.fp8attn_attention_args_init(ctypes.byref(args))
     args.q, args.k, args.v = _bf16(q), _bf16(k), _bf16(v)
     args.o, args.lse, args.causal = out.data_ptr(), lse.data_ptr(), int(causal)
+    args.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)  # 0: the default
     args.o_stride_b, args.o_stride_s, args.o_stride_h = out.stride()[:3]
     ws = ctypes.c_void_p(L.fp8attn_workspace_create())
     finalizer = weakref.finalize(args, L.fp8attn_workspace_destroy, ws)
@@ -115,8 +118,8 @@ def end_to_end_runner(lib: Lib, q, k, v, causal: bool):
     return run
 
 
-def end_to_end_call(lib: Lib, q, k, v, causal: bool):
-    run = end_to_end_runner(lib, q, k, v, causal)
+def end_to_end_call(lib: Lib, q, k, v, causal: bool, softmax_scale: float | None = None):
+    run = end_to_end_runner(lib, q, k, v, causal, softmax_scale)
     torch.cuda.synchronize()
     return run.out
 
@@ -125,8 +128,9 @@ class Prepass:
     """The library's pre-pass (default options) run once on BF16 q, k, v into buffers held here:
     the FP8 inputs the end-to-end call feeds its kernel, for the kernel's own error on them."""
 
-    def __init__(self, lib: Lib, q, k, v):
+    def __init__(self, lib: Lib, q, k, v, softmax_scale: float | None = None):
         L, d = lib.c, q.shape[3]
+        scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
         b, sq, h = q.shape[:3]
         sk, h_kv = k.shape[1], k.shape[2]
         self.lib, self.shape = lib, (b, sq, sk, h, h_kv, d)
@@ -149,7 +153,7 @@ class Prepass:
                                        self.q_buf.numel(), b, sq, h, d), "quant", "q init")
         tq, tk, tv = _bf16(self.q), _bf16(self.k), _bf16(self.v)
         L.check(L.fp8attn_quantize_qkv(ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv),
-                                       ctypes.byref(opts), 1.0 / math.sqrt(d),
+                                       ctypes.byref(opts), scale,
                                        ctypes.byref(self.cache), ctypes.byref(self.qq),
                                        ws.data_ptr(), ws.numel(), _stream()),
                 "quant", "quantize_qkv")
@@ -203,5 +207,5 @@ class Prepass:
         return q, k, v, float(scale), o_bias
 
 
-def prepass(lib: Lib, q, k, v) -> Prepass:
-    return Prepass(lib, q, k, v)
+def prepass(lib: Lib, q, k, v, softmax_scale: float | None = None) -> Prepass:
+    return Prepass(lib, q, k, v, softmax_scale)

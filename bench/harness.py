@@ -166,20 +166,23 @@ def run_accuracy(args, backend, fa3, notes) -> tuple[list, list]:
     import accuracy
     import backends as md
     s = md.ACC_SHAPE_DRY if args.dry_run else md.ACC_SHAPE
+    # (name, (q, k, v), softmax_scale): synthetic sets at 1/sqrt(d); a capture at its pack's own.
     datasets = [(kind, backend.synthetic(kind, s["b"], s["s"], s["h"], s["h_kv"], s["d"],
-                                         args.seed + i))
+                                         args.seed + i), None)
                 for i, kind in enumerate(("gaussian", "outlier"))]
     datasets += backend.captures(args.captures, notes)
     acc_methods = backend.accuracy_methods(fa3, notes)
     log(f"accuracy: {len(datasets)} datasets x 2 masks x {len(acc_methods)} methods; synthetic at "
         f"b={s['b']} s={s['s']} h={s['h']}/{s['h_kv']} d=128, seed {args.seed}")
     acc, lse = [], []
-    for name, qkv in datasets:
+    for name, qkv, scale in datasets:
+        if scale is not None:
+            log(f"accuracy {name}: softmax_scale {scale!r} from its pack metadata")
         for causal in (False, True):
             try:
                 a, l = accuracy.run_dataset(name, qkv, causal, acc_methods, backend.quantize,
                                             lambda m: None, notes, prepass=backend.prepass,
-                                            ops=backend.ops)
+                                            ops=backend.ops, softmax_scale=scale)
                 acc += a
                 lse += l
                 worst = [r["method"] for r in a if r["rmse"] is None]
