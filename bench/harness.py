@@ -238,6 +238,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--attach", action="append", default=[], metavar="NAME=PATH",
                     help="a JSON file from another GPU stage, stored under attached.NAME")
+    ap.add_argument("--speed-from", metavar="PATH",
+                    help="take the speed records (and their clocks) from this results JSON of the same "
+                         "commit, written by an earlier call of the same GPU session, instead of timing")
     ap.add_argument("--without-fa3", action="store_true", help="record FA3 as not run")
     ap.add_argument("--plan", action="store_true", help="print the plan and estimate, run nothing")
     ap.add_argument("--dry-run", action="store_true", help="no GPU, no torch: numpy stand-ins")
@@ -293,6 +296,18 @@ def main() -> int:
         res["harness_seconds"] = round(time.time() - T0, 1)
         return report.write_all(Path(args.out), stem, res)
 
+    if args.speed_from:
+        prev = json.loads(Path(args.speed_from).read_text())
+        if prev.get("commit") != res["commit"] or prev.get("gpu") != res["gpu"]:
+            raise SystemExit(f"--speed-from {args.speed_from}: commit/gpu {prev.get('commit')}/{prev.get('gpu')} "
+                             f"differ from this run's {res['commit']}/{res['gpu']}")
+        res["speed"] = prev["speed"]
+        res["speed_protocol"] = prev.get("speed_protocol", res["speed_protocol"])
+        clocks["speed_call"] = prev.get("clocks", {})
+        res["parts"] = sorted(set(parts) | set(prev.get("parts", [])))
+        notes.append(f"speed records from {Path(args.speed_from).name} (date {prev.get('date')}), an earlier "
+                     "call of this GPU session on the same commit: the carry limit keeps FA3's wheel and the "
+                     "capture pack out of one call")
     if "speed" in parts:
         log(f"speed: {len(shapes)} shapes")
         res["speed"] = run_speed(args, shapes, backend, fa3, notes)
