@@ -62,13 +62,14 @@ def test_every_method_and_reference_runs_at_the_dataset_scale(seed):
         dry.exact_attention(q, k, v, c)[0]))
     # Each method's twin that drops the scale: the honest one must be much nearer the reference.
     for name, (kind, fn) in dry.accuracy_methods(dry).items():
-        if kind == "fp8":
+        if kind in ("fp8", "fp8_v16"):
             methods[name + "#dropped"] = (kind, lambda qz, c, s, fn=fn: fn(qz, c, None))
-        elif kind in ("bf16", "e2e"):
+        elif kind in ("bf16", "e2e", "e2e_v16"):
             methods[name + "#dropped"] = (kind, lambda q, k, v, c, s, fn=fn: fn(q, k, v, c, None))
     notes = []
     recs, lse = accuracy.run_dataset("captured:padded", qkv, True, methods, dry.Quantized, lambda m: None,
-                                     notes, prepass=dry.Prepass, ops=dry, softmax_scale=SCALE)
+                                     notes, prepass=dry.Prepass, ops=dry, softmax_scale=SCALE,
+                                     quantize_v16=dry.with_fp16_v)
     assert not notes, notes
     assert all(r["softmax_scale"] == SCALE for r in recs + lse)
     # The end-to-end reference is exact attention at 1/8.
