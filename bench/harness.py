@@ -35,12 +35,17 @@ import sweep  # noqa: E402
 T0 = time.time()
 KERNEL_PEERS = ("fa3_fp8", "fa3_bf16", "sdpa_cudnn_bf16")
 SEED_MODES = ("fp8attn_p_hilo", "fp8attn_p_fp16")
-# Guesses for the time estimate only (TFLOP/s on the H200, from issues 13, 14 and 17).
+# The accurate mode (FP16 P on FP16 V^T, issue 14): head to head with FA3 FP8 and FA3 BF16 at the
+# seed and the short row; its BF16-in call with FA3 BF16 at the seed.
+ACCURATE, E2E_ACCURATE = "fp8attn_accurate", "fp8attn_accurate_end_to_end"
+# Guesses for the time estimate only (TFLOP/s on the H200, from issues 13, 14 and 17; the
+# accurate mode's from lab/results/probe/2026-12-01-h200-310618d-accurate-v16-ab.json).
 GUESS_TFLOPS = {"fp8attn": 800, "fp8attn_p_hilo": 450, "fp8attn_p_fp16": 520,
-                "fp8attn_end_to_end": 600, "fa3_fp8": 850, "fa3_bf16": 700,
-                "sdpa_cudnn_bf16": 560, "gemm": 650}
+                "fp8attn_end_to_end": 600, ACCURATE: 580, E2E_ACCURATE: 450, "fa3_fp8": 850,
+                "fa3_bf16": 700, "sdpa_cudnn_bf16": 560, "gemm": 650}
 WARMUP = 5
 SEED_ROW = list(sweep.SEED)  # the first row of the sweep run (tiny in a dry run)
+SHORT_ROW = list(sweep.SHORT)  # sweep.DRY_SHORT in a dry run
 
 
 def log(msg: str) -> None:
@@ -102,8 +107,13 @@ def pairings(shape) -> list[tuple[str, str, str]]:
     """(method, peer, protocol) timed at one shape."""
     out = [("fp8attn", peer, p) for peer in KERNEL_PEERS for p in speed.PROTOCOLS]
     out += [("fp8attn_end_to_end", "fa3_bf16", p) for p in speed.PROTOCOLS]
-    if sweep.is_seed(shape, tuple(SEED_ROW)):
+    seed = sweep.is_seed(shape, tuple(SEED_ROW))
+    if seed:
         out += [(mode, "fa3_fp8", "head_to_head") for mode in SEED_MODES]
+    if seed or sweep.is_seed(shape, tuple(SHORT_ROW)):
+        out += [(ACCURATE, peer, "head_to_head") for peer in ("fa3_fp8", "fa3_bf16")]
+    if seed:
+        out.append((E2E_ACCURATE, "fa3_bf16", "head_to_head"))
     return out
 
 
@@ -182,7 +192,8 @@ def run_accuracy(args, backend, fa3, notes) -> tuple[list, list]:
             try:
                 a, l = accuracy.run_dataset(name, qkv, causal, acc_methods, backend.quantize,
                                             lambda m: None, notes, prepass=backend.prepass,
-                                            ops=backend.ops, softmax_scale=scale)
+                                            ops=backend.ops, softmax_scale=scale,
+                                            quantize_v16=backend.quantize_v16)
                 acc += a
                 lse += l
                 worst = [r["method"] for r in a if r["rmse"] is None]
@@ -253,6 +264,7 @@ def main() -> int:
     rows = sweep.DRY_ROWS if args.dry_run else (sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS)
     shapes = sweep.sweep(rows)
     SEED_ROW[:] = rows[0]
+    SHORT_ROW[:] = sweep.DRY_SHORT if args.dry_run else sweep.SHORT
     est = estimate_s(sweep.sweep(sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS),
                      args.runs, args.block)
     log(f"plan: parts {parts}; {len(shapes)} speed shapes, pairings per shape "
