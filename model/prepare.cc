@@ -182,8 +182,10 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
   opt.v_scale = sc.prepass_v_head ? FP8ATTN_V_SCALE_HEAD : FP8ATTN_V_SCALE_CHANNEL;
   opt.k_scale = sc.prepass_k_head ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
   opt.hadamard_seed = sc.hadamard_seed;
+  opt.centre = sc.prepass_centre;
   const KvCacheHost cache = prepass_kv(contiguous_view(kb, k.b, k.s, k.h, k.d),
-                                       contiguous_view(vb, v.b, v.s, v.h, v.d), opt);
+                                       contiguous_view(vb, v.b, v.s, v.h, v.d), opt, 0,
+                                       sc.prepass_sample);
   const QQuantHost qq = prepass_q(contiguous_view(qb, q.b, q.s, q.h, q.d), cache,
                                   static_cast<fp8attn_q_scale>(opt.q_scale), softmax_scale);
   Prepared p;

@@ -9,6 +9,7 @@
 
 #include "model/codecs.h"
 #include "model/flash.h"
+#include "model/prepass.h"
 
 namespace fp8attn::model {
 
@@ -53,6 +54,9 @@ struct Scheme {
   bool kernel_prepass = false;
   bool prepass_smooth_k = true, prepass_smooth_v = true, prepass_hadamard = false;
   bool prepass_q_block = false, prepass_v_head = false, prepass_k_head = false;
+  // fp8attn_centre (FP8ATTN_CENTRE_SAMPLE: the one-pass pre-pass) and, for the study, its sample.
+  int prepass_centre = FP8ATTN_CENTRE_MEAN;
+  SampleSpec prepass_sample;
 
   // The products see only BF16 values and nothing is transformed: the kernel-only reference
   // equals the end-to-end one.

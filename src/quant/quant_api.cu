@@ -16,9 +16,11 @@
 
 // The K scale granularity filled what was padding before hadamard_seed: the struct keeps its
 // size and the seed its offset (bench/bench_prepass.py mirrors the layout and checks it).
-static_assert(sizeof(fp8attn_quant_options) == 32 &&
+// centre came after it (size 32 -> 40).
+static_assert(sizeof(fp8attn_quant_options) == 40 &&
               offsetof(fp8attn_quant_options, k_scale) == 20 &&
-              offsetof(fp8attn_quant_options, hadamard_seed) == 24);
+              offsetof(fp8attn_quant_options, hadamard_seed) == 24 &&
+              offsetof(fp8attn_quant_options, centre) == 32);
 
 namespace fp8attn::quant {
 namespace {
@@ -305,6 +307,10 @@ fp8attn_status fp8attn_check_quant_options(const fp8attn_quant_options* o) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " + std::to_string(o->v_scale));
   if (o->k_scale != FP8ATTN_K_SCALE_HEAD && o->k_scale != FP8ATTN_K_SCALE_BLOCK128)
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown k_scale " + std::to_string(o->k_scale));
+  if (o->centre != FP8ATTN_CENTRE_MEAN && o->centre != FP8ATTN_CENTRE_SAMPLE)
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown centre " + std::to_string(o->centre));
+  if (o->reserved != 0)
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "options.reserved must be 0");
   return FP8ATTN_SUCCESS;
 }
 
