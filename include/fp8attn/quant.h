@@ -78,11 +78,16 @@ typedef enum fp8attn_centre {
 
 // The i-th sampled key (0 <= i < fp8attn_sample_rows(seqlen)): every key when seqlen <=
 // FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP, else SKIP + floor(i (seqlen - SKIP) / ROWS).
-static inline int fp8attn_sample_rows(int seqlen) {
+#if defined(__CUDACC__)
+#define FP8ATTN_QUANT_HOST_DEVICE __host__ __device__
+#else
+#define FP8ATTN_QUANT_HOST_DEVICE
+#endif
+static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_rows(int seqlen) {
   return seqlen <= FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP ? seqlen
                                                                         : FP8ATTN_QUANT_SAMPLE_ROWS;
 }
-static inline int fp8attn_sample_key(int seqlen, int i) {
+static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_key(int seqlen, int i) {
   if (seqlen <= FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP) return i;
   return FP8ATTN_QUANT_SAMPLE_SKIP +
          (int)((int64_t)i * (seqlen - FP8ATTN_QUANT_SAMPLE_SKIP) / FP8ATTN_QUANT_SAMPLE_ROWS);

@@ -32,7 +32,7 @@ template <bool kRotate, rows::Scale kScale>
 __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
                                   KvTile<kRotate, kScale>::kCtasPerSm)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
-                       uint32_t v_tiles) {
+                       uint32_t v_tiles, const uint8_t* again) {
   ptx::let_next_grid_start();  // the Q pass, when it follows, takes the SMs this one leaves
   const uint32_t total = nk + nv;
   const uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
@@ -40,19 +40,26 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   // position n = floor(n nk / total).
   const uint32_t k_before = static_cast<uint32_t>(static_cast<uint64_t>(n) * nk / total);
   const uint32_t k_upto = static_cast<uint32_t>(static_cast<uint64_t>(n + 1) * nk / total);
-  if (k_upto > k_before) {
-    // K is complete: the statistics pass read it.
+  const bool is_k = k_upto > k_before;
+  const rows::Tile t = is_k ? rows::tile_of(k_before, k.x.heads, k_tiles)
+                            : rows::tile_of(n - k_before, v.v.heads, v_tiles);
+  if (again != nullptr) {  // the second quantization: only the flagged heads' tiles
+    ptx::wait_for_previous_grid();
+    const uint8_t f = again[static_cast<int64_t>(t.b) * v.v.heads + t.head];
+    if (!(f & (is_k ? 1u : 2u))) return;
+  }
+  if (is_k) {
+    // K is complete: the statistics pass read it (or the sample's launch started after it).
     using T = KvTile<kRotate, kScale>;
-    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false>(
-        k, rows::tile_of(k_before, k.x.heads, k_tiles));
+    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false>(k, t);
   } else {
-    vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(
-        v, rows::tile_of(n - k_before, v.v.heads, v_tiles));
+    vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(v, t);
   }
 }
 
 template <bool kRotate, rows::Scale kScale>
-cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream) {
+cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                   const uint8_t* again) {
   constexpr int kRows = rows::kTileRows<kScale>;
   const int k_tiles = (k.x.seqlen + kRows - 1) / kRows;
   const int v_tiles = (v.vt_pad + vt::kTileKeys - 1) / vt::kTileKeys;
@@ -63,18 +70,19 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
                       dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
                       static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
-                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
+                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles), again);
 }
 
 }  // namespace
 
-cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream) {
+cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                               const uint8_t* again) {
   if (k.group_rows == 0) {
-    return k.rotate ? launch<true, rows::Scale::kKnown>(k, v, stream)
-                    : launch<false, rows::Scale::kKnown>(k, v, stream);
+    return k.rotate ? launch<true, rows::Scale::kKnown>(k, v, stream, again)
+                    : launch<false, rows::Scale::kKnown>(k, v, stream, again);
   }
-  return k.rotate ? launch<true, rows::Scale::kTile>(k, v, stream)
-                  : launch<false, rows::Scale::kTile>(k, v, stream);
+  return k.rotate ? launch<true, rows::Scale::kTile>(k, v, stream, again)
+                  : launch<false, rows::Scale::kTile>(k, v, stream, again);
 }
 
 }  // namespace fp8attn::quant
