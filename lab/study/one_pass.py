@@ -76,19 +76,37 @@ def sample_keys(s, strided=True):
     return SKIP + (i * (s - SKIP) // ROWS if strided else i)
 
 
+def load_bf16(path):
+    """The BF16 tensors of a safetensors file as FP64 arrays (NumPy has no bfloat16)."""
+    raw = pathlib.Path(path).read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, meta in header.items():
+        if name == "__metadata__" or meta["dtype"] != "BF16":
+            continue
+        a, b = meta["data_offsets"]
+        u = np.frombuffer(raw, np.uint16, (b - a) // 2, 8 + n + a)
+        out[name] = (u.astype(np.uint32) << 16).view(np.float32).astype(np.float64).reshape(
+            meta["shape"])
+    return out
+
+
+def head_dim(path):
+    raw = pathlib.Path(path).read_bytes()[:100000]
+    n = int.from_bytes(raw[:8], "little")
+    return json.loads(raw[8:8 + n])["q"]["shape"][-1]
+
+
 def resample_rates(path):
     """Per kv head: does K's true amax (rotated, centred) exceed 16 x the sample's? Per channel
     for V. (NumPy FP64: a count, not the mirror's bytes.)"""
-    from safetensors.numpy import load_file
-    t = load_file(str(path))
+    t = load_bf16(path)
     hm = hadamard_matrix()
     out = {"k_heads": 0, "k_resampled": 0, "v_channels": 0, "v_resampled": 0,
            "k_true_over_sample": [], "v_true_over_sample_max": []}
     for name in ("k", "v"):
-        x = t[name]
-        if x.dtype == np.uint16:
-            x = (x.astype(np.uint32) << 16).view(np.float32)
-        x = x.astype(np.float64)[0]  # (s, h, d)
+        x = t[name][0]  # (s, h, d)
         keys = sample_keys(x.shape[0])
         for h in range(x.shape[1]):
             rows = x[:, h, :] @ hm if name == "k" else x[:, h, :]
@@ -126,9 +144,7 @@ def main():
         jobs = []
         for p in captures:
             model = p.parent.name
-            from safetensors import safe_open
-            with safe_open(str(p), "np") as f:
-                d = f.get_slice("q").get_shape()[-1]
+            d = head_dim(p)
             if d != 128:
                 print(f"skip {model}/{p.name}: head_dim {d}", file=sys.stderr)
                 continue

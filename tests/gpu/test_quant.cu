@@ -237,8 +237,8 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
                " smooth_v=" + std::to_string(opt.smooth_v) + " hadamard=" +
                std::to_string(opt.hadamard_qk) + " q_scale=" + std::to_string(opt.q_scale) +
                " k_scale=" + std::to_string(opt.k_scale) + " v_scale=" +
-               std::to_string(opt.v_scale) + " pad=" + std::to_string(vt_pad) + " packed=" +
-               std::to_string(in.packed));
+               std::to_string(opt.v_scale) + " centre=" + std::to_string(opt.centre) +
+               " pad=" + std::to_string(vt_pad) + " packed=" + std::to_string(in.packed));
   const float softmax_scale = 1.0f / std::sqrt(128.0f);
   const fm::KvCacheHost cpu_kv = fm::prepass_kv(in.k_view(), in.v_view(), opt, vt_pad);
   const fm::QQuantHost cpu_q = fm::prepass_q(in.q_view(), cpu_kv,
@@ -258,11 +258,13 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
 }
 
 fp8attn_quant_options options(bool smooth_k, bool smooth_v, bool hadamard, int q_scale,
-                              int k_scale, int v_scale, uint64_t seed) {
+                              int k_scale, int v_scale, uint64_t seed,
+                              int centre = FP8ATTN_CENTRE_MEAN) {
   fp8attn_quant_options o;
   fp8attn_quant_options_init(&o);
   o.smooth_k = smooth_k, o.smooth_v = smooth_v, o.hadamard_qk = hadamard;
   o.q_scale = q_scale, o.k_scale = k_scale, o.v_scale = v_scale, o.hadamard_seed = seed;
+  o.centre = centre;
   return o;
 }
 
@@ -272,7 +274,9 @@ struct OptionSet {
   bool smooth_k, smooth_v, hadamard;
   int q_scale, k_scale, v_scale;
   bool extra_pad;
+  int centre = FP8ATTN_CENTRE_MEAN;
 };
+constexpr int kSample = FP8ATTN_CENTRE_SAMPLE;
 constexpr int kQTok = FP8ATTN_Q_SCALE_TOKEN, kQBlk = FP8ATTN_Q_SCALE_BLOCK128;
 constexpr int kKHead = FP8ATTN_K_SCALE_HEAD, kKBlk = FP8ATTN_K_SCALE_BLOCK128;
 constexpr int kVCh = FP8ATTN_V_SCALE_CHANNEL, kVHead = FP8ATTN_V_SCALE_HEAD;
@@ -283,6 +287,12 @@ const OptionSet kOptionSets[] = {
     {false, true, true, kQBlk, kKBlk, kVHead, true},
     {false, false, false, kQTok, kKHead, kVCh, false},
     {false, false, false, kQTok, kKBlk, kVCh, true},
+    // The one-pass pre-pass (the sample's centre and bounds) with the same granularities.
+    {true, true, true, kQTok, kKHead, kVCh, false, kSample},
+    {true, true, true, kQTok, kKBlk, kVCh, false, kSample},
+    {true, true, false, kQBlk, kKHead, kVHead, false, kSample},
+    {false, true, true, kQBlk, kKBlk, kVHead, true, kSample},
+    {false, false, false, kQTok, kKHead, kVCh, false, kSample},
 };
 
 TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
@@ -295,8 +305,8 @@ TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
     const uint64_t seed = fresh_seed("random case");
     const Inputs in = random_inputs(seed, s.b, s.sq, s.sk, s.h, s.h_kv, s.packed);
     for (const OptionSet& o : kOptionSets) {
-      const fp8attn_quant_options opt =
-          options(o.smooth_k, o.smooth_v, o.hadamard, o.q_scale, o.k_scale, o.v_scale, seed);
+      const fp8attn_quant_options opt = options(o.smooth_k, o.smooth_v, o.hadamard, o.q_scale,
+                                                o.k_scale, o.v_scale, seed, o.centre);
       const int pad = o.extra_pad ? (s.sk + 31) / 32 * 32 + 160 : 0;
       compare_with_mirror(in, opt, pad);
       if (HasFatalFailure()) return;
@@ -327,10 +337,45 @@ TEST(QuantGpu, MatchesCpuMirrorOnCapturedFixture) {
       compare_with_mirror(in, options(true, true, rotate == 1, kQTok, rotate ? kKHead : kKBlk,
                                       kVCh, 1234 + rotate), 0);
     }
+    compare_with_mirror(in, options(true, true, true, kQTok, kKHead, kVCh, 1236, kSample), 0);
     ++used;
   }
   std::printf("[ info ] compared %d captured file(s) from data/fixtures\n", used);
   EXPECT_GT(used, 0) << "fixture files found but none holds BF16 q, k, v (1, s, h, 128)";
+}
+
+// FP8ATTN_CENTRE_SAMPLE when the sample misses a group's largest values: keys outside the
+// sample (fp8attn_sample_key) made 1000x larger in one V channel and in K, in some heads only, so
+// that the regroup and the second quantization run for those heads and not for the others; the
+// bytes still equal the mirror's, and the mirror says the case is the one meant.
+TEST(QuantGpu, OnePassRegroupsOverBoundGroups) {
+  FP8ATTN_REQUIRE_SM90();
+  const uint64_t seed = fresh_seed("one-pass regroup case");
+  for (const int sk : {1000, 4097}) {
+    Inputs in = random_inputs(seed, 2, 130, sk, 4, 2, false);
+    std::vector<bool> sampled(sk, false);
+    for (int i = 0; i < fp8attn_sample_rows(sk); ++i) sampled[fp8attn_sample_key(sk, i)] = true;
+    const int key = sampled[sk / 2 + 1] ? sk / 2 + 2 : sk / 2 + 1;  // not a sampled key
+    ASSERT_FALSE(sampled[key]);
+    auto grow = [&](std::vector<uint16_t>& x, size_t i) {
+      x[i] = fm::float_to_bf16(1000.0f * (fm::bf16_to_float(x[i]) + 1.0f));
+    };
+    const size_t k_row = (size_t(1) * sk + key) * 2 + 1;  // batch 1, head 1 of K
+    for (int c = 0; c < kD; c += 5) grow(in.kv, k_row * kD + c);
+    const size_t v_base = size_t(2) * sk * 2 * kD;        // V after K (not packed)
+    grow(in.kv, v_base + ((size_t(0) * sk + key) * 2 + 0) * kD + 17);  // batch 0, head 0, ch 17
+    for (const OptionSet& o : kOptionSets) {
+      if (o.centre != kSample) continue;
+      const fp8attn_quant_options opt = options(o.smooth_k, o.smooth_v, o.hadamard, o.q_scale,
+                                                o.k_scale, o.v_scale, seed, o.centre);
+      const fm::KvCacheHost cpu = fm::prepass_kv(in.k_view(), in.v_view(), opt, 0);
+      EXPECT_EQ(cpu.resampled[0] & 2, 2) << "V of (0, 0) should be over its bound";
+      if (o.k_scale == kKHead) EXPECT_EQ(cpu.resampled[3] & 1, 1) << "K of (1, 1)";
+      EXPECT_EQ(cpu.resampled[1] | cpu.resampled[2], 0) << "heads left alone stay so";
+      compare_with_mirror(in, opt, 0);
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 // Argument checks run before any device work, so these run without a GPU too.
@@ -422,7 +467,9 @@ TEST(QuantApi, DefaultsAreTheNumericsDecision) {
   EXPECT_EQ(o.k_scale, FP8ATTN_K_SCALE_HEAD);
   EXPECT_EQ(o.v_scale, FP8ATTN_V_SCALE_CHANNEL);
   EXPECT_NE(o.hadamard_seed, 0u);
-  EXPECT_EQ(sizeof(fp8attn_quant_options), 32u);  // bench/bench_prepass.py mirrors the layout
+  EXPECT_EQ(o.centre, FP8ATTN_CENTRE_MEAN);
+  EXPECT_EQ(o.reserved, 0);
+  EXPECT_EQ(sizeof(fp8attn_quant_options), 40u);  // python/fp8attn/capi.py mirrors the layout
   const fp8attn::QuantOptions cpp = fp8attn::default_quant_options();
   EXPECT_EQ(std::memcmp(&cpp, &o, sizeof o), 0);
   unsetenv("FP8ATTN_QUANT_VARIANT");
