@@ -22,6 +22,7 @@ constexpr int kChunks = Lanes::kChunks;
 constexpr int kThreads = kHeadDim;  // 16 slots of 8 lanes; thread c = channel c when folding
 constexpr int kSlots = kThreads / kL;
 static_assert(kSlots == FP8ATTN_QUANT_SAMPLE_SLOTS);
+static_assert(FP8ATTN_QUANT_SAMPLE_ROWS % kSlots == 0);
 
 struct __align__(16) SlotStats {
   float sum[kSlots][kHeadDim], max[kSlots][kHeadDim], min[kSlots][kHeadDim];
@@ -72,21 +73,31 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   float sum[kValues], mx[kValues], mn[kValues];
 #pragma unroll
   for (int v = 0; v < kValues; ++v) sum[v] = 0.0f, mx[v] = -INFINITY, mn[v] = INFINITY;
-  // Every lane of a warp runs every iteration (the rotation shuffles); rows past n are masked.
-  for (int i0 = 0; i0 < n; i0 += kSlots) {
-    const int i = i0 + slot;
-    const bool valid = i < n;
-    const uint16_t* row = src + static_cast<int64_t>(fp8attn_sample_key(S, valid ? i : 0)) * x.stride_s;
+  // All of this thread's rows (at most 8) loaded first: one memory round trip, not 8. Every
+  // lane of a warp runs every row (the rotation shuffles); rows past n are masked.
+  constexpr int kMaxRows = FP8ATTN_QUANT_SAMPLE_ROWS / kSlots;
+  uint4 raw[kMaxRows][kChunks];
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r) {
+    const int i = r * kSlots + slot;
+    const uint16_t* row = src + static_cast<int64_t>(fp8attn_sample_key(S, i < n ? i : 0)) * x.stride_s;
+#pragma unroll
+    for (int hi = 0; hi < kChunks; ++hi) {
+      raw[r][hi] = i < n ? ld_u32x4_here(row + Lanes::channel(hi, lane, 0)) : make_uint4(0, 0, 0, 0);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r) {
+    const bool valid = r * kSlots + slot < n;
     float v[kValues];
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
-      const uint4 raw = valid ? ld_u32x4_here(row + Lanes::channel(hi, lane, 0)) : make_uint4(0, 0, 0, 0);
       if constexpr (kRotate) {
         uint32_t mask[4];
         sign_masks_here<kL>(signs, lane, hi, mask);
-        bf16x8_to_float_signed(raw, mask, &v[8 * hi]);
+        bf16x8_to_float_signed(raw[r][hi], mask, &v[8 * hi]);
       } else {
-        bf16x8_to_float(raw, &v[8 * hi]);
+        bf16x8_to_float(raw[r][hi], &v[8 * hi]);
       }
     }
     if constexpr (kRotate) hadamard_lanes<kL>(v, lane);
@@ -118,7 +129,7 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   }
 }
 
-// One CTA per (batch, kv head), thread c = channel c.
+// One CTA per (batch, kv head) and tensor (blockIdx.y: 0 V, 1 K), thread c = channel c.
 template <bool kRotate>
 __global__ void __launch_bounds__(kThreads) kv_sample_kernel(KvOnePassArgs a) {
   ptx::let_next_grid_start();  // the fused pass's CTAs take the SMs meanwhile
@@ -137,6 +148,23 @@ __global__ void __launch_bounds__(kThreads) kv_sample_kernel(KvOnePassArgs a) {
   // Nothing below is read by the kernel before this one (K and V were complete when this
   // ordinary launch started); the writes wait for nothing either.
   float sum, mx, mn;
+  if (blockIdx.y == 1) {
+    float k_mean = 0.0f;
+    if (s.k_stats) {
+      sample_channel<kRotate>(s.k, b, head, signs, sh, sum, mx, mn);
+      if (s.smooth_k) k_mean = __fdiv_rn(sum, n);
+      if (s.k_scale_per_head) {
+        const float k_bound =
+            __fmul_rn(cta_max(channel_amax(mx, mn, k_mean, s.smooth_k), warp_max), a.headroom);
+        const GroupScale gk = group_scale(k_bound);
+        if (c == 0) s.k_inv[bh] = gk.inv, a.k_bound[bh] = k_bound, a.k_true[bh] = 0u;
+        const float descale = __fmul_rn(gk.descale, s.k_descale_factor);
+        for (int blk = c; blk < s.nblk; blk += kHeadDim) s.k_descale[bh * s.nblk + blk] = descale;
+      }
+    }
+    s.k_mean[bh * kHeadDim + c] = k_mean;
+    return;
+  }
   sample_channel<false>(s.v, b, head, signs, sh, sum, mx, mn);
   const float v_mean = s.smooth_v ? __fdiv_rn(sum, n) : 0.0f;
   float amax = channel_amax(mx, mn, v_mean, s.smooth_v);
@@ -148,21 +176,6 @@ __global__ void __launch_bounds__(kThreads) kv_sample_kernel(KvOnePassArgs a) {
   s.v_inv[bh * kHeadDim + c] = gv.inv;
   a.v_bound[bh * kHeadDim + c] = v_bound;
   a.v_true[bh * kHeadDim + c] = 0u;
-
-  float k_mean = 0.0f;
-  if (s.k_stats) {
-    sample_channel<kRotate>(s.k, b, head, signs, sh, sum, mx, mn);
-    if (s.smooth_k) k_mean = __fdiv_rn(sum, n);
-    if (s.k_scale_per_head) {
-      const float k_bound =
-          __fmul_rn(cta_max(channel_amax(mx, mn, k_mean, s.smooth_k), warp_max), a.headroom);
-      const GroupScale gk = group_scale(k_bound);
-      if (c == 0) s.k_inv[bh] = gk.inv, a.k_bound[bh] = k_bound, a.k_true[bh] = 0u;
-      const float descale = __fmul_rn(gk.descale, s.k_descale_factor);
-      for (int blk = c; blk < s.nblk; blk += kHeadDim) s.k_descale[bh * s.nblk + blk] = descale;
-    }
-  }
-  s.k_mean[bh * kHeadDim + c] = k_mean;
 }
 
 // One CTA per (batch, kv head), thread c = channel c. A bound is kept when the true amax is at
@@ -199,11 +212,12 @@ __global__ void __launch_bounds__(kThreads) kv_regroup_kernel(KvOnePassArgs a) {
 }  // namespace
 
 cudaError_t launch_kv_sample(const KvOnePassArgs& a, cudaStream_t stream) {
-  const unsigned ctas = static_cast<unsigned>(static_cast<int64_t>(a.s.v.batch) * a.s.v.heads);
+  // K's CTAs always run: they write k_mean (zeros when K is not smoothed).
+  const dim3 grid(static_cast<unsigned>(static_cast<int64_t>(a.s.v.batch) * a.s.v.heads), 2);
   if (a.s.k_stats && a.s.rotate) {
-    kv_sample_kernel<true><<<ctas, kThreads, 0, stream>>>(a);
+    kv_sample_kernel<true><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    kv_sample_kernel<false><<<ctas, kThreads, 0, stream>>>(a);
+    kv_sample_kernel<false><<<grid, kThreads, 0, stream>>>(a);
   }
   return cudaGetLastError();
 }
