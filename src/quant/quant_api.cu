@@ -316,10 +316,9 @@ fp8attn_status launch_regroup(const KvPlan& plan, cudaStream_t st) {
   if (cudaError_t e = launch_kv_regroup(plan.sample, st); e != cudaSuccess) {
     return cuda_fail(e, "kv regroup");
   }
-  KvPlan again = plan;
-  again.rows = plan.rows_again, again.vt = plan.vt_again;
-  again.rows.reverse_order = true;
-  if (cudaError_t e = launch_quantize_kv(again.rows, again.vt, st, plan.sample.again);
+  RowQuantArgs rows = plan.rows_again;
+  rows.reverse_order = true;
+  if (cudaError_t e = launch_quantize_kv(rows, plan.vt_again, st, plan.sample.again);
       e != cudaSuccess) {
     return cuda_fail(e, "quantize k, v again");
   }
