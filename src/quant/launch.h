@@ -99,9 +99,10 @@ struct VtQuantArgs {
 // one launch, their tiles interleaved (the rotation-heavy K beside the light V on every SM),
 // last to first when `reverse_order` (k.reverse_order).
 cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream);
-// `again` (non-null: the second quantization of FP8ATTN_CENTRE_SAMPLE): a CTA whose head's flag
-// (bit 0 K, bit 1 V) is clear does nothing.
+// `again` (non-null: the second quantization of FP8ATTN_CENTRE_SAMPLE): num_sms x (CTAs per SM)
+// CTAs that return at once when no head is flagged, else stride over the tiles and do those of
+// the flagged heads (bit 0 K, bit 1 V).
 cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
-                               const uint8_t* again = nullptr);
+                               const uint8_t* again = nullptr, int num_sms = 0);
 
 }  // namespace fp8attn::quant

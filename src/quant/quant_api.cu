@@ -318,7 +318,9 @@ fp8attn_status launch_regroup(const KvPlan& plan, cudaStream_t st) {
   }
   RowQuantArgs rows = plan.rows_again;
   rows.reverse_order = true;
-  if (cudaError_t e = launch_quantize_kv(rows, plan.vt_again, st, plan.sample.again);
+  DeviceInfo info;
+  if (fp8attn_status s = fp8attn::check_device(&info); s != FP8ATTN_SUCCESS) return s;
+  if (cudaError_t e = launch_quantize_kv(rows, plan.vt_again, st, plan.sample.again, info.num_sms);
       e != cudaSuccess) {
     return cuda_fail(e, "quantize k, v again");
   }
