@@ -161,8 +161,10 @@ fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size
 size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv);
 
 // BF16 K, V (batch, seqlen_k, heads_kv, 128) -> cache. Launches on `stream` (cudaStream_t):
-// a channel reduction (V always: its scale needs every key; K when smooth_k or a per-head K
-// scale), then one fused pass over K and V that reads each input once more.
+// FP8ATTN_CENTRE_MEAN: a channel reduction (V always: its scale needs every key; K when smooth_k
+// or a per-head K scale), then one fused pass over K and V that reads each input once more.
+// FP8ATTN_CENTRE_SAMPLE: the sample, the fused pass, the regroup and the fused pass again for
+// the heads with a group over its bound only (docs/prepass.md, "One pass").
 fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
                                    const fp8attn_quant_options* options, fp8attn_kv_cache* cache,
                                    void* workspace, size_t workspace_bytes, void* stream);
