@@ -82,6 +82,7 @@ def main():
                       flush=True)
             del run
             torch.cuda.empty_cache()
+            Path(sys.argv[2]).write_text(json.dumps(out, indent=1) + "\n")  # so far
     for kind in ("gaussian", "outlier"):
         for (b, s, h, h_kv) in [(1, 4096, 8, 8), (1, 4096, 8, 2)]:
             q, k, v = accuracy.synthetic(kind, b, s, h, h_kv, 128, 17, "cuda")
