@@ -4,8 +4,10 @@ stand-ins (bench/dry_backend.py). Both give the harness the same few calls:
   gpu_name, versions, torch_clocks(), load_fa3() -> module | reason
   make_inputs(shape, seed) -> {'bf16': (q, k, v), 'quantized': qz}
   speed_runners(names, shape, sets, fa3, notes) -> name -> callable | reason;  qkv_gemm(shape)
-  synthetic(kind, b, s, h, h_kv, d, seed), captures(folder, notes) -> [(name, (q, k, v))]
-  accuracy_methods(fa3, notes), quantize, prepass, ops (accuracy's math)
+  synthetic(kind, b, s, h, h_kv, d, seed)
+  captures(folder, notes) -> [(name, (q, k, v), softmax_scale or None)]
+  accuracy_methods(fa3, notes), quantize, quantize_v16(qz, v) (qz's Q, K with V in FP16),
+  prepass(q, k, v, softmax_scale, vt16=False), ops (accuracy's math)
 """
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ class Gpu:
         self.versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
         self.ops = accuracy
         self.quantize = fp8attn_calls.quantize_per_head
-        self.prepass = lambda q, k, v: fp8attn_calls.prepass(self.lib, q, k, v)
+        self.quantize_v16 = fp8attn_calls.with_fp16_v
+        self.prepass = lambda q, k, v, scale=None, vt16=False: fp8attn_calls.prepass(
+            self.lib, q, k, v, scale, vt16)
 
     def torch_clocks(self) -> dict:
         try:
@@ -62,8 +66,8 @@ class Gpu:
         if not Path(folder).is_dir():
             notes.append(f"no captured activations carried ({folder} absent)")
             return []
-        return [(n, tuple(t.contiguous() for t in qkv))
-                for n, qkv in self.acc.load_captures(Path(folder), "cuda")]
+        return [(n, tuple(t.contiguous() for t in qkv), scale)
+                for n, qkv, scale in self.acc.load_captures(Path(folder), "cuda")]
 
     def accuracy_methods(self, fa3, notes):
         return self.m.accuracy_methods(self.lib, notes, fa3)
@@ -82,6 +86,7 @@ class Dry:
         self.versions = f"numpy {numpy.__version__} (DRY RUN: no torch, no kernel)"
         self.ops = dry_backend
         self.quantize = dry_backend.Quantized
+        self.quantize_v16 = dry_backend.with_fp16_v
         self.prepass = dry_backend.Prepass
 
     def torch_clocks(self):
@@ -103,8 +108,12 @@ class Dry:
         return self.d.synthetic(kind, b, s, h, h_kv, d, seed)
 
     def captures(self, folder, notes):
-        notes.append("dry run: captured activations not read (safetensors need torch here)")
-        return []
+        if not Path(folder).is_dir():
+            notes.append(f"no captured activations given ({folder} absent)")
+            return []
+        found = self.d.load_captures(Path(folder))
+        notes.append(f"dry run: captures cut to their first {self.d.DRY_CAPTURE_TOKENS} tokens")
+        return found
 
     def accuracy_methods(self, fa3, notes):
         return self.d.accuracy_methods(fa3)

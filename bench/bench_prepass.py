@@ -257,8 +257,9 @@ def _e2e_options(lib, overrides: dict) -> dict:
     return _options_dict(o)
 
 
-def _e2e_attention(torch, lib, q, k, v, causal: bool, overrides: dict):
-    """O, LSE of fp8attn_attention (pre-pass + kernel) on contiguous BF16 q, k, v."""
+def _e2e_attention(torch, lib, q, k, v, causal: bool, overrides: dict, scale=None):
+    """O, LSE of fp8attn_attention (pre-pass + kernel) on contiguous BF16 q, k, v; scale: the
+    softmax scale (None: the library's 1/sqrt(128))."""
     b, sq, h, d = q.shape
     sk, h_kv = k.shape[1], k.shape[2]
     o = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device="cuda")
@@ -267,6 +268,7 @@ def _e2e_attention(torch, lib, q, k, v, causal: bool, overrides: dict):
     lib.fp8attn_attention_args_init(ctypes.byref(args))
     args.q, args.k, args.v = _tensor(q, b, sq, h), _tensor(k, b, sk, h_kv), _tensor(v, b, sk, h_kv)
     args.o, args.lse, args.causal = o.data_ptr(), lse.data_ptr(), int(causal)
+    args.softmax_scale = 0.0 if scale is None else float(scale)  # 0: the library's default
     for f, val in overrides.items():
         setattr(args.quant, f, val)
     ws = _vp(lib.fp8attn_workspace_create())
@@ -301,36 +303,38 @@ def _accuracy_records(torch, lib, seed: int, log, notes: list) -> list[dict]:
     import accuracy
     import methods
 
-    # The harness's own BF16 yardstick entry (kind 'bf16': fn(q, k, v, causal) -> O); the
+    # The harness's own BF16 yardstick entry (kind 'bf16': fn(q, k, v, causal, scale) -> O); the
     # library handle is only used by its fp8 entries, which are not called here.
     _, yardstick = methods.accuracy_methods(None, notes)["sdpa_cudnn_bf16"]
 
     b, s, h, h_kv = 1, 4096, 8, 2
     tag = f"@b{b}s{s}h{h}/{h_kv}"
+    # (name, (q, k, v), softmax_scale): None = 1/sqrt(d); a capture pack's own (padded head dim 64)
     datasets = [(kind + tag, accuracy.synthetic(kind, b, s, h, h_kv, HEAD_DIM, seed + 100 + i,
-                                                "cuda"))
+                                                "cuda"), None)
                 for i, kind in enumerate(("gaussian", "outlier"))]
     q, k, v = accuracy.synthetic("gaussian", b, s, h, h_kv, HEAD_DIM, seed + 102, "cuda")
     g = torch.Generator(device="cuda").manual_seed(seed + 103)
     bias = 4.0 * torch.randn((HEAD_DIM,), generator=g, device="cuda")
-    datasets.append(("kbias4" + tag, (q, (k.float() + bias).to(torch.bfloat16), v)))
+    datasets.append(("kbias4" + tag, (q, (k.float() + bias).to(torch.bfloat16), v), None))
     root = Path(__file__).resolve().parents[1]
     for folder in (root / ".carry" / "captures", root / "data" / "fixtures"):
         if folder.is_dir():
             # The carried pack and the committed fixture hold the same layers (different token
             # and head subsets): name them apart.
             source = "pack" if folder.parent.name == ".carry" else "fixture"
-            datasets += [(f"{n}@prepass:{source}", tuple(t.contiguous() for t in qkv))
-                         for n, qkv in accuracy.load_captures(folder, "cuda")]
+            datasets += [(f"{n}@prepass:{source}", tuple(t.contiguous() for t in qkv), scale)
+                         for n, qkv, scale in accuracy.load_captures(folder, "cuda")]
     records = []
-    for name, (q, k, v) in datasets:
+    for name, (q, k, v), scale in datasets:
         for causal in (False, True):
-            ref_o, ref_lse = accuracy.exact_attention(q, k, v, causal)
+            ref_o, ref_lse = accuracy.exact_attention(q, k, v, causal, softmax_scale=scale)
             for method, overrides in E2E_VARIANTS.items():
                 try:
-                    o, lse = _e2e_attention(torch, lib, q, k, v, causal, overrides)
+                    o, lse = _e2e_attention(torch, lib, q, k, v, causal, overrides, scale)
                     rec = {"dataset": name, "causal": causal, "method": method,
-                           "reference": "end_to_end", **accuracy.error_metrics(o, ref_o),
+                           "reference": "end_to_end", "softmax_scale": scale,
+                           **accuracy.error_metrics(o, ref_o),
                            "lse_max_abs": accuracy.lse_max_abs(lse, ref_lse),
                            "options": _e2e_options(lib, overrides)}
                 except Exception as e:
@@ -342,9 +346,10 @@ def _accuracy_records(torch, lib, seed: int, log, notes: list) -> list[dict]:
                 log(f"  {name:<28} causal={int(causal)} {method:<30} rel_rmse={rec['rel_rmse']} "
                     f"lse_max_abs={rec.get('lse_max_abs')}")
             try:
-                o = yardstick(q, k, v, causal)
+                o = yardstick(q, k, v, causal, scale)
                 records.append({"dataset": name, "causal": causal, "method": "sdpa_cudnn_bf16",
-                                "reference": "end_to_end", **accuracy.error_metrics(o, ref_o)})
+                                "reference": "end_to_end", "softmax_scale": scale,
+                                **accuracy.error_metrics(o, ref_o)})
             except Exception as e:
                 notes.append(f"accuracy {name} sdpa_cudnn_bf16: FAILED {type(e).__name__}: {e}")
             del ref_o, ref_lse

@@ -1,6 +1,10 @@
 """The methods the harness times and measures, all on the same data:
-  fp8attn, fp8attn_p_hilo, fp8attn_p_fp16   the kernel per P precision (bench/fp8attn_calls.py)
+  fp8attn, fp8attn_p_hilo, fp8attn_p_fp16   the kernel per P precision on E4M3 V^T
+                                            (bench/fp8attn_calls.py)
+  fp8attn_accurate                          FP16 P on FP16 V^T (V / v_descale in FP16, the
+                                            per-head Q, K of the others)
   fp8attn_end_to_end                        BF16 in: the library's pre-pass + kernel
+  fp8attn_accurate_end_to_end               the same with FP16 P (the pre-pass writes FP16 V^T)
   fa3_fp8, fa3_bf16                         FlashAttention-3 (PyPI fa3-fwd==0.0.3, module
                                             fa3_fwd_interface), E4M3 on fp8attn's own per
                                             (batch, kv head) quantized inputs, and BF16
@@ -19,6 +23,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 SDPA_METHODS = {"sdpa_cudnn_bf16": SDPBackend.CUDNN_ATTENTION,
                 "sdpa_flash_bf16": SDPBackend.FLASH_ATTENTION}
 FA3_PIN = "fa3-fwd==0.0.3"
+E2E_ACCURATE = "fp8attn_accurate_end_to_end"
 
 
 def load_fa3():
@@ -30,29 +35,31 @@ def load_fa3():
         return f"FA3 ({FA3_PIN}) not importable: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
 
-def _fa3_fp8(fa3, qz, causal):
+def _fa3_fp8(fa3, qz, causal, scale=None):
+    """scale: the softmax scale (None: FA3's 1/sqrt(d)), as for every method here."""
     group = qz.q8.shape[2] // qz.k8.shape[2]
     q_descale = qz.q_descale[:, ::group].contiguous()  # (b, h_kv): Q's scale per kv head
-    return lambda: fa3.flash_attn_func(qz.q8, qz.k8, qz.v8, causal=causal, q_descale=q_descale,
-                                       k_descale=qz.k_descale, v_descale=qz.v_descale)
+    return lambda: fa3.flash_attn_func(qz.q8, qz.k8, qz.v8, softmax_scale=scale, causal=causal,
+                                       q_descale=q_descale, k_descale=qz.k_descale,
+                                       v_descale=qz.v_descale)
 
 
-def _fa3_bf16(fa3, q, k, v, causal):
-    return lambda: fa3.flash_attn_func(q, k, v, causal=causal)
+def _fa3_bf16(fa3, q, k, v, causal, scale=None):
+    return lambda: fa3.flash_attn_func(q, k, v, softmax_scale=scale, causal=causal)
 
 
 def _out(x):
     return x[0] if isinstance(x, tuple) else x
 
 
-def _sdpa_call(backend, q, k, v, causal, gqa):
+def _sdpa_call(backend, q, k, v, causal, gqa, scale=None):
     """q, k, v in SDPA's own (b, h, s, d) layout; returns O as (b, s, h, d)."""
     with sdpa_kernel(backend):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
                                               enable_gqa=gqa).transpose(1, 2)
 
 
-def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str):
+def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str, scale=None):
     """SDPA on `backend` on (b, s, h, d) data, given to SDPA as contiguous (b, h, s, d) copies
     made here, outside any timing: its native layout, its best case. If the backend refuses
     native GQA, K and V are expanded to h heads (same FLOPs; noted). SDPA's causal mask is
@@ -62,17 +69,17 @@ def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str):
     gqa = q.shape[2] != k.shape[2]
     q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))
     try:
-        _sdpa_call(backend, q, k, v, causal, gqa)
-        return lambda: _sdpa_call(backend, q, k, v, causal, gqa)
+        _sdpa_call(backend, q, k, v, causal, gqa, scale)
+        return lambda: _sdpa_call(backend, q, k, v, causal, gqa, scale)
     except RuntimeError as e:
         if not gqa:
             raise
         group = q.shape[1] // k.shape[1]
         ke, ve = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        _sdpa_call(backend, q, ke, ve, causal, False)
+        _sdpa_call(backend, q, ke, ve, causal, False, scale)
         notes.append(f"{tag}: {backend.name} refused enable_gqa ({str(e).splitlines()[0][:120]}); "
                      "K and V expanded to h heads")
-        return lambda: _sdpa_call(backend, q, ke, ve, causal, False)
+        return lambda: _sdpa_call(backend, q, ke, ve, causal, False, scale)
 
 
 def rotating(fns):
@@ -98,8 +105,12 @@ def speed_runners(names, shape, sets: list, lib, fa3, notes: list) -> dict:
         qz = inp["quantized"]
         if name in fc.MODES:
             return fc.kernel_runner(lib, qz, c, name)
+        if name == fc.ACCURATE:
+            return fc.accurate_runner(lib, fc.with_fp16_v(qz, v), c)
         if name == "fp8attn_end_to_end":
             return fc.end_to_end_runner(lib, q, k, v, c)
+        if name == E2E_ACCURATE:
+            return fc.end_to_end_runner(lib, q, k, v, c, mode=fc.ACCURATE)
         if name in ("fa3_fp8", "fa3_bf16"):
             if isinstance(fa3, str):
                 raise RuntimeError(fa3)
@@ -136,28 +147,36 @@ def qkv_gemm(shape):
 
 
 def accuracy_methods(lib, notes: list, fa3=None) -> dict:
-    """name -> (kind, fn) as bench.accuracy.run_dataset takes them:
-    'fp8' fn(qz, causal) -> (o, lse or None) on per-(batch, kv head) quantized inputs;
-    'prepass' fn(pp, causal) -> (o, lse) on the library's pre-pass outputs;
-    'bf16' fn(q, k, v, causal) -> o on the BF16 data; 'e2e' the same, through the pre-pass."""
+    """name -> (kind, fn) as bench.accuracy.run_dataset takes them, each given the dataset's
+    softmax scale `s` (None: 1/sqrt(d)):
+    'fp8' fn(qz, causal, s) -> (o, lse or None) on per-(batch, kv head) quantized inputs;
+    'fp8_v16' the same on those inputs with V in FP16 (fp8attn_calls.with_fp16_v);
+    'prepass' fn(pp, causal) -> (o, lse) on the library's pre-pass outputs (made with s);
+    'prepass_v16' the same on the pre-pass's outputs with an FP16 V^T cache;
+    'bf16' fn(q, k, v, causal, s) -> o on the BF16 data; 'e2e' the same, through the pre-pass
+    ('e2e_v16': with FP16 P, whose pre-pass writes FP16 V^T)."""
     methods = {}
     if lib is not None:
         import fp8attn_calls as fc
         for mode in fc.MODES:
-            methods[mode] = ("fp8", lambda qz, c, m=mode: fc.kernel_call(lib, qz, c, m))
+            methods[mode] = ("fp8", lambda qz, c, s, m=mode: fc.kernel_call(lib, qz, c, m, s))
+        methods[fc.ACCURATE] = ("fp8_v16", lambda qv, c, s: fc.accurate_call(lib, qv, c, s))
     if fa3 is not None:
-        methods["fa3_fp8"] = ("fp8", (lambda qz, c: (_out(_fa3_fp8(fa3, qz, c)()), None))
+        methods["fa3_fp8"] = ("fp8", (lambda qz, c, s: (_out(_fa3_fp8(fa3, qz, c, s)()), None))
                               if not isinstance(fa3, str) else _raiser(fa3))
-        methods["fa3_bf16"] = ("bf16", (lambda q, k, v, c: _out(_fa3_bf16(fa3, q, k, v, c)()))
+        methods["fa3_bf16"] = ("bf16", (lambda q, k, v, c, s: _out(_fa3_bf16(fa3, q, k, v, c, s)()))
                                if not isinstance(fa3, str) else _raiser(fa3))
     for name, be in SDPA_METHODS.items():
-        methods[name] = ("bf16", lambda q, k, v, c, be=be, name=name: _sdpa_runner(
-            be, q, k, v, c, notes, f"accuracy {name}")())
+        methods[name] = ("bf16", lambda q, k, v, c, s, be=be, name=name: _sdpa_runner(
+            be, q, k, v, c, notes, f"accuracy {name}", s)())
     if lib is not None:
         for mode in fc.MODES:
             methods[f"{mode}@prepass"] = ("prepass", lambda pp, c, m=mode: pp.run(c, m))
-        methods["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c: fc.end_to_end_call(
-            lib, q, k, v, c)[0])
+        methods[f"{fc.ACCURATE}@prepass"] = ("prepass_v16", lambda pp, c: pp.run(c, fc.ACCURATE))
+        methods["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c, s: fc.end_to_end_call(
+            lib, q, k, v, c, s)[0])
+        methods[E2E_ACCURATE] = ("e2e_v16", lambda q, k, v, c, s: fc.end_to_end_call(
+            lib, q, k, v, c, s, mode=fc.ACCURATE)[0])
     return methods
 
 

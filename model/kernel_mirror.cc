@@ -22,7 +22,8 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
   const bool hilo = p_precision == FP8ATTN_P_E4M3_HILO;
   FlashNumerics nm;
   if (p_precision == FP8ATTN_P_FP16) {
-    // FP16 P against V up-converted to FP16 (exact): one-level over 128-key blocks, the FP16
+    // FP16 P against V in FP16 (up-converted from E4M3, exact, or an FP16 V^T's values: the
+    // caller's V operand says which): one-level over 128-key blocks, the FP16
     // wgmma accumulating in FP32 (not the FP8 accumulator model: that is for the QK^T, still
     // FP8), l the FP32 sum of the unrounded p.
     nm.block_n = 128;
@@ -57,7 +58,7 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
 }
 
 KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
-  if (!in.q || !in.k || !in.v || in.batch <= 0 || in.heads <= 0 || in.heads_kv <= 0 ||
+  if (!in.q || !in.k || !(in.v || in.v_f16) || in.batch <= 0 || in.heads <= 0 || in.heads_kv <= 0 ||
       in.heads % in.heads_kv != 0 || in.seqlen_q < 0 || in.seqlen_k < 0) {
     throw std::invalid_argument("kernel_mirror_forward: bad shapes or null inputs");
   }
@@ -65,9 +66,17 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
       in.p_precision != FP8ATTN_P_FP16) {
     throw std::invalid_argument("kernel_mirror_forward: unknown p_precision");
   }
+  if (in.v_f16 && in.p_precision != FP8ATTN_P_FP16) {
+    throw std::invalid_argument("kernel_mirror_forward: FP16 V needs p_precision FP8ATTN_P_FP16");
+  }
   const Tensor q = decode(in.q, in.batch, in.seqlen_q, in.heads);
   const Tensor k = decode(in.k, in.batch, in.seqlen_k, in.heads_kv);
-  const Tensor v = decode(in.v, in.batch, in.seqlen_k, in.heads_kv);
+  Tensor v(in.batch, in.seqlen_k, in.heads_kv, kHeadDim);
+  if (in.v_f16) {
+    for (size_t i = 0; i < v.data.size(); ++i) v.data[i] = fp16_to_float(in.v_f16[i]);
+  } else {
+    v = decode(in.v, in.batch, in.seqlen_k, in.heads_kv);
+  }
   FlashInputs fi;
   fi.q = &q;
   fi.k = &k;
@@ -121,6 +130,22 @@ std::vector<uint8_t> vt_to_v(const uint8_t* vt, int batch, int heads_kv, int seq
       }
     }
   }
+  return v;
+}
+
+std::vector<uint16_t> vt16_to_v(const uint16_t* vt, int batch, int heads_kv, int seqlen_k,
+                                int vt_seqlen_pad) {
+  if (vt_seqlen_pad < seqlen_k || vt_seqlen_pad % FP8ATTN_VT_PAD != 0) {
+    throw std::invalid_argument("vt16_to_v: vt_seqlen_pad must be >= seqlen_k and a multiple of 32");
+  }
+  std::vector<uint16_t> v(static_cast<size_t>(batch) * seqlen_k * heads_kv * kHeadDim);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads_kv; ++h)
+      for (int c = 0; c < kHeadDim; ++c) {
+        const uint16_t* src = vt + ((static_cast<size_t>(b) * heads_kv + h) * kHeadDim + c) * vt_seqlen_pad;
+        for (int key = 0; key < seqlen_k; ++key)
+          v[((static_cast<size_t>(b) * seqlen_k + key) * heads_kv + h) * kHeadDim + c] = src[key];
+      }
   return v;
 }
 

@@ -35,6 +35,9 @@ struct KernelMirrorInputs {
   const uint8_t* q = nullptr;  // E4M3 (b, sq, h, 128)
   const uint8_t* k = nullptr;  // E4M3 (b, sk, h_kv, 128)
   const uint8_t* v = nullptr;  // E4M3 (b, sk, h_kv, 128), NOT transposed (see vt_to_v)
+  // FP16 V (b, sk, h_kv, 128) codes, natural order (see vt16_to_v): the FP8ATTN_VT_FP16 kernel's
+  // operand. When set, v is unused; p_precision must be FP8ATTN_P_FP16.
+  const uint16_t* v_f16 = nullptr;
   const float* q_descale = nullptr;  // (b, h, sq), null = 1
   const float* k_descale = nullptr;  // (b, h_kv, ceil(sk / 128)), null = 1
   const float* v_descale = nullptr;  // (b, h_kv, 128), null = 1
@@ -74,6 +77,9 @@ FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
 // of 32 (fp8attn_vt_key_at), back to V (b, sk, h_kv, 128).
 std::vector<uint8_t> vt_to_v(const uint8_t* vt, int batch, int heads_kv, int seqlen_k,
                              int vt_seqlen_pad);
+// FP16 V^T (FP8ATTN_VT_FP16: natural key order) back to V (b, sk, h_kv, 128).
+std::vector<uint16_t> vt16_to_v(const uint16_t* vt, int batch, int heads_kv, int seqlen_k,
+                                int vt_seqlen_pad);
 
 }  // namespace fp8attn::model
 

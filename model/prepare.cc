@@ -183,15 +183,25 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
   opt.k_scale = sc.prepass_k_head ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
   opt.hadamard_seed = sc.hadamard_seed;
   opt.centre = sc.prepass_centre;
+  if (sc.prepass_v_fp16 && sc.numerics.p_format != Format::FP16) {
+    throw std::invalid_argument("prepass_v_fp16 needs P in FP16 (as the kernel: FP8ATTN_P_FP16)");
+  }
   const KvCacheHost cache = prepass_kv(contiguous_view(kb, k.b, k.s, k.h, k.d),
                                        contiguous_view(vb, v.b, v.s, v.h, v.d), opt, 0,
+                                       sc.prepass_v_fp16 ? FP8ATTN_VT_FP16 : FP8ATTN_VT_E4M3,
                                        sc.prepass_sample);
   const QQuantHost qq = prepass_q(contiguous_view(qb, q.b, q.s, q.h, q.d), cache,
                                   static_cast<fp8attn_q_scale>(opt.q_scale), softmax_scale);
   Prepared p;
   p.q = from_codes(qq.q, q.b, q.s, q.h, q.d);
   p.k = from_codes(cache.k, k.b, k.s, k.h, k.d);
-  p.v = from_codes(vt_to_v(cache.vt.data(), v.b, v.h, v.s, cache.vt_seqlen_pad), v.b, v.s, v.h, v.d);
+  if (sc.prepass_v_fp16) {
+    const std::vector<uint16_t> v16 = vt16_to_v(cache.vt16.data(), v.b, v.h, v.s, cache.vt_seqlen_pad);
+    p.v = Tensor(v.b, v.s, v.h, v.d);
+    for (size_t i = 0; i < v16.size(); ++i) p.v.data[i] = fp16_to_float(v16[i]);
+  } else {
+    p.v = from_codes(vt_to_v(cache.vt.data(), v.b, v.h, v.s, cache.vt_seqlen_pad), v.b, v.s, v.h, v.d);
+  }
   p.q_scale = qq.q_descale;
   // The engine takes k_scale per block of its block_n keys; a per-head descale (every 128-key
   // entry of a head equal) is laid out again for that.

@@ -174,7 +174,7 @@ float amax_bits(float a, float b) {
 }
 
 KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
-                       int vt_seqlen_pad, const SampleSpec& sample) {
+                       int vt_seqlen_pad, int vt_dtype, const SampleSpec& sample) {
   check_view(k, "k");
   check_view(v, "v");
   require(k.batch == v.batch && k.seqlen == v.seqlen && k.heads == v.heads,
@@ -196,7 +196,11 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
   out.options = options;
   const int nblk = (S + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK;
   out.k.assign(static_cast<size_t>(B) * S * H * kHeadDim, 0);
-  out.vt.assign(static_cast<size_t>(B) * H * kHeadDim * vt_seqlen_pad, 0);
+  require(vt_dtype == FP8ATTN_VT_E4M3 || vt_dtype == FP8ATTN_VT_FP16, "unknown vt_dtype");
+  out.vt_dtype = vt_dtype;
+  const bool vt16 = vt_dtype == FP8ATTN_VT_FP16;
+  if (vt16) out.vt16.assign(static_cast<size_t>(B) * H * kHeadDim * vt_seqlen_pad, 0);
+  else out.vt.assign(static_cast<size_t>(B) * H * kHeadDim * vt_seqlen_pad, 0);
   out.k_descale.assign(static_cast<size_t>(B) * H * nblk, 0.0f);
   out.v_descale.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
   out.k_mean.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
@@ -308,8 +312,17 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
         }
       }
 
+      // FP16 V^T: the same scaled values, rounded to FP16, natural key order; zeros past S.
+      for (int c = 0; vt16 && c < kHeadDim; ++c) {
+        uint16_t* dst = &out.vt16[(bh * kHeadDim + c) * vt_seqlen_pad];
+        for (int key = 0; key < S; ++key) {
+          float f = v_rows[size_t(key) * kHeadDim + c];
+          if (options.smooth_v) f = f - v_mean[c];
+          dst[key] = float_to_fp16(f * v_inv[c]);
+        }
+      }
       // V^T: position p of each 32-key group holds key fp8attn_vt_key_at(p); zeros past S.
-      for (int c = 0; c < kHeadDim; ++c) {
+      for (int c = 0; !vt16 && c < kHeadDim; ++c) {
         uint8_t* dst = &out.vt[(bh * kHeadDim + c) * vt_seqlen_pad];
         for (int p = 0; p < vt_seqlen_pad; ++p) {
           const int key = p / FP8ATTN_VT_KEY_GROUP * FP8ATTN_VT_KEY_GROUP +
@@ -394,7 +407,9 @@ DecodedOperands decode_operands(const QQuantHost& q, const KvCacheHost& kv) {
       for (int h = 0; h < kv.heads_kv; ++h) {
         const size_t bh = static_cast<size_t>(b) * kv.heads_kv + h;
         for (int c = 0; c < kHeadDim; ++c) {
-          out.v(b, s, h, c) = e4m3_to_float(kv.vt[(bh * kHeadDim + c) * kv.vt_seqlen_pad + p]);
+          const size_t row = (bh * kHeadDim + c) * kv.vt_seqlen_pad;
+          out.v(b, s, h, c) = kv.vt_dtype == FP8ATTN_VT_FP16 ? fp16_to_float(kv.vt16[row + s])
+                                                             : e4m3_to_float(kv.vt[row + p]);
         }
       }
     }

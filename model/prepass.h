@@ -30,9 +30,12 @@ Bf16View contiguous_view(const std::vector<uint16_t>& codes, int batch, int seql
 // Host copy of an fp8attn_kv_cache (same layouts, contiguous).
 struct KvCacheHost {
   int batch = 0, seqlen_k = 0, heads_kv = 0, vt_seqlen_pad = 0;
+  int vt_dtype = FP8ATTN_VT_E4M3;  // which of vt / vt16 holds V^T
   fp8attn_quant_options options{};
   std::vector<uint8_t> k;          // (b, sk, h_kv, 128)
-  std::vector<uint8_t> vt;         // (b, h_kv, 128, vt_seqlen_pad), permuted, zero padded
+  std::vector<uint8_t> vt;         // E4M3: (b, h_kv, 128, vt_seqlen_pad), permuted, zero padded
+  std::vector<uint16_t> vt16;      // FP16: (b, h_kv, 128, vt_seqlen_pad), natural key order,
+                                   // zero padded: the same scaled values rounded to FP16
   std::vector<float> k_descale;    // (b, h_kv, ceil(sk / 128))
   std::vector<float> v_descale;    // (b, h_kv, 128)
   std::vector<float> k_mean;       // (b, h_kv, 128)
@@ -65,14 +68,15 @@ struct QQuantHost {
 };
 
 // Throws std::invalid_argument on shapes the GPU pre-pass rejects (head_dim != 128, ...).
-// vt_seqlen_pad = 0 picks seqlen_k rounded up to 32.
+// vt_seqlen_pad = 0 picks seqlen_k rounded up to 32. vt_dtype: fp8attn_vt_dtype of V^T.
 KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
-                       int vt_seqlen_pad = 0, const SampleSpec& sample = {});
+                       int vt_seqlen_pad = 0, int vt_dtype = FP8ATTN_VT_E4M3,
+                       const SampleSpec& sample = {});
 QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scale q_scale,
                      float softmax_scale);
 
 // The kernel's operands as E4M3 code values (decoded to float), (b, s, h, 128) each: V back from
-// V^T's permuted layout. With q_descale, k_descale, v_descale, lse_bias and o_bias (v_mean) of
+// V^T's permuted layout (or, FP16 V^T, its FP16 values in natural order). With q_descale, k_descale, v_descale, lse_bias and o_bias (v_mean) of
 // the two structs this is exactly what model/flash.h's FlashInputs takes.
 struct DecodedOperands {
   Tensor q, k, v;

@@ -136,10 +136,21 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
       return s;
     }});
     v.push_back({"fp8attn-accurate", [=] {
-      // The library's accurate mode: the default pre-pass, P in FP16 against V converted to FP16
-      // (FP8ATTN_P_FP16: 128-key blocks, the P V product accumulated in FP32).
-      Scheme s = kernel("fp8attn-accurate", "fp8attn-default's pre-pass with P in FP16 "
-                        "(FP8ATTN_P_FP16, the accurate mode)", FP8ATTN_P_FP16, true);
+      // The library's accurate mode end to end: the default pre-pass writing V^T in FP16
+      // (FP8ATTN_VT_FP16: V never rounded to E4M3), P in FP16 (FP8ATTN_P_FP16: 128-key blocks,
+      // the P V product accumulated in FP32).
+      Scheme s = kernel("fp8attn-accurate", "fp8attn-default's pre-pass with V^T in FP16 and P in "
+                        "FP16 (FP8ATTN_P_FP16 + FP8ATTN_VT_FP16, the accurate mode)",
+                        FP8ATTN_P_FP16, true);
+      s.prepass_k_head = true;
+      s.prepass_v_fp16 = true;
+      return s;
+    }});
+    v.push_back({"fp8attn-accurate-e4m3v", [=] {
+      // FP16 P from an E4M3 V^T (a caller's E4M3 KV cache): V rounded to E4M3, converted to FP16
+      // in the kernel (exact).
+      Scheme s = kernel("fp8attn-accurate-e4m3v", "fp8attn-accurate with V^T in E4M3 (the "
+                        "kernel converts it to FP16)", FP8ATTN_P_FP16, true);
       s.prepass_k_head = true;
       return s;
     }});
@@ -298,6 +309,7 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "hadamard_v") sc.hadamard_v = parse_bool(spec, val);
   else if (key == "prepass_q_block") prepass_only(sc.prepass_q_block);
   else if (key == "prepass_v_head") prepass_only(sc.prepass_v_head);
+  else if (key == "prepass_v_fp16") prepass_only(sc.prepass_v_fp16);
   else if (key == "prepass_k_head") {
     // The kernel's dispatch (src/api.cu): a per-head K descale lets one-level E4M3 P run
     // 192-key blocks; two-level accumulation stays on 128.
@@ -390,6 +402,7 @@ std::string Scheme::summary() const {
                     std::to_string(prepass_sample.skip) + " headroom=" +
                     std::to_string(prepass_sample.headroom) + ")"
               : std::string(" centre=mean"))
+      << (prepass_v_fp16 ? " vt=fp16" : "")
       << ")";
   } else {
     s << "q=" << op(q) << " k=" << op(k) << " v=" << op(v) << " smooth_q=" << smooth_q
@@ -428,7 +441,7 @@ std::string scheme_help() {
        "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, p (e4m3 e4m3hilo bf16 fp16 fp32), "
        "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
        "acc_bits, acc_chunk, acc_group, acc_round (zero down nearest), acc_c_aligned, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
-       "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head,\n"
+       "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head, prepass_v_fp16,\n"
          "  prepass_centre (mean|sample), prepass_sample (strided|block), prepass_sample_rows,\n"
          "  prepass_sample_skip, prepass_headroom\n";
   return h;

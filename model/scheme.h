@@ -57,6 +57,9 @@ struct Scheme {
   // fp8attn_centre (FP8ATTN_CENTRE_SAMPLE: the one-pass pre-pass) and, for the study, its sample.
   int prepass_centre = FP8ATTN_CENTRE_MEAN;
   SampleSpec prepass_sample;
+  // V^T in FP16 (FP8ATTN_VT_FP16: the same scaled values, rounded to FP16 instead of E4M3);
+  // only with FP16 P (numerics.p_format FP16), as the kernel.
+  bool prepass_v_fp16 = false;
 
   // The products see only BF16 values and nothing is transformed: the kernel-only reference
   // equals the end-to-end one.

@@ -42,10 +42,12 @@ const Entry kTable[] = {
     FP8ATTN_VALUE(FP8ATTN_ERROR_INVALID_ARGUMENT),
     FP8ATTN_VALUE(FP8ATTN_ERROR_UNSUPPORTED_DEVICE),
     FP8ATTN_VALUE(FP8ATTN_ERROR_CUDA),
-    // fp8attn_p_precision, fp8attn_q_scale, fp8attn_v_scale, fp8attn_k_scale
+    // fp8attn_p_precision, fp8attn_vt_dtype, fp8attn_q_scale, fp8attn_v_scale, fp8attn_k_scale
     FP8ATTN_VALUE(FP8ATTN_P_E4M3),
     FP8ATTN_VALUE(FP8ATTN_P_E4M3_HILO),
     FP8ATTN_VALUE(FP8ATTN_P_FP16),
+    FP8ATTN_VALUE(FP8ATTN_VT_E4M3),
+    FP8ATTN_VALUE(FP8ATTN_VT_FP16),
     FP8ATTN_VALUE(FP8ATTN_Q_SCALE_TOKEN),
     FP8ATTN_VALUE(FP8ATTN_Q_SCALE_BLOCK128),
     FP8ATTN_VALUE(FP8ATTN_V_SCALE_CHANNEL),
@@ -102,6 +104,7 @@ const Entry kTable[] = {
     FP8ATTN_OFFSETOF(fp8attn_fwd_params, softmax_scale),
     FP8ATTN_OFFSETOF(fp8attn_fwd_params, causal),
     FP8ATTN_OFFSETOF(fp8attn_fwd_params, p_precision),
+    FP8ATTN_OFFSETOF(fp8attn_fwd_params, vt_dtype),
     // fp8attn_quant_options, fp8attn_bf16_tensor, fp8attn_kv_cache, fp8attn_q_quant (quant.h)
     FP8ATTN_SIZEOF(fp8attn_quant_options),
     FP8ATTN_OFFSETOF(fp8attn_quant_options, smooth_k),
@@ -128,6 +131,7 @@ const Entry kTable[] = {
     FP8ATTN_OFFSETOF(fp8attn_kv_cache, heads_kv),
     FP8ATTN_OFFSETOF(fp8attn_kv_cache, head_dim),
     FP8ATTN_OFFSETOF(fp8attn_kv_cache, vt_seqlen_pad),
+    FP8ATTN_OFFSETOF(fp8attn_kv_cache, vt_dtype),
     FP8ATTN_OFFSETOF(fp8attn_kv_cache, k),
     FP8ATTN_OFFSETOF(fp8attn_kv_cache, vt),
     FP8ATTN_OFFSETOF(fp8attn_kv_cache, k_descale),

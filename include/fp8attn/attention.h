@@ -33,7 +33,9 @@ void fp8attn_workspace_destroy(fp8attn_workspace* ws);  // NULL is fine
 fp8attn_status fp8attn_workspace_reserve(fp8attn_workspace* ws, size_t bytes);
 size_t fp8attn_workspace_size(const fp8attn_workspace* ws);
 
-// Bytes one call with these shapes needs (head_dim 128).
+// Bytes one call with these shapes needs (head_dim 128), whatever its P precision: with
+// FP8ATTN_P_FP16 the call's KV cache holds V^T in FP16 (FP8ATTN_VT_FP16, twice V's E4M3 bytes),
+// the largest form; the other precisions use the E4M3 form and leave the rest unused.
 size_t fp8attn_attention_workspace_bytes(int32_t batch, int32_t seqlen_q, int32_t seqlen_k,
                                          int32_t heads, int32_t heads_kv, int32_t head_dim);
 
@@ -46,12 +48,13 @@ typedef struct fp8attn_attention_args {
   float* lse;             // FP32 (batch, heads, seqlen_q), natural log, or NULL
   float softmax_scale;    // 0: 1/sqrt(128)
   int32_t causal;         // bottom-right aligned, as fp8attn_attention_fwd
-  int32_t p_precision;    // fp8attn_p_precision
+  int32_t p_precision;    // fp8attn_p_precision; FP8ATTN_P_FP16 (the accurate mode) writes V^T
+                          // in FP16 (not rounded to E4M3) and runs the FP16 V^T kernel
   fp8attn_quant_options quant;
 } fp8attn_attention_args;
 
-// Fills the kernel's parameters from a quantized Q and a KV cache: shapes, strides, every
-// descale (K's with kd_stride_blk = 0 when the cache has one scale per head), lse_bias (when K
+// Fills the kernel's parameters from a quantized Q and a KV cache: shapes, strides, vt_dtype (the
+// cache's), every descale (K's with kd_stride_blk = 0 when the cache has one scale per head), lse_bias (when K
 // was smoothed), o_bias (when V was smoothed), and q's softmax_scale. o is BF16
 // (batch, seqlen_q, heads, 128) contiguous; lse may be NULL. causal and p_precision are left at
 // their init values (0). FP8ATTN_ERROR_INVALID_ARGUMENT when a pointer is NULL or q and the

@@ -31,10 +31,21 @@ typedef enum fp8attn_p_precision {
   FP8ATTN_P_E4M3 = 0,
   // P = hi + lo, two E4M3 terms, two FP8 PV wgmmas; two-level accumulation, 128-key blocks.
   FP8ATTN_P_E4M3_HILO = 1,
-  // P in FP16 (11 significant bits), V up-converted to FP16 in shared memory, one FP16 PV wgmma
-  // (FP32 accumulation); 128-key blocks.
+  // P in FP16 (11 significant bits), one FP16 PV wgmma (FP32 accumulation); 128-key blocks.
+  // V in FP16: loaded as such from an FP16 V^T (FP8ATTN_VT_FP16, the fast form), or up-converted
+  // from E4M3 V^T in shared memory by the kernel (FP8ATTN_VT_E4M3, for callers with E4M3 V).
   FP8ATTN_P_FP16 = 2,
 } fp8attn_p_precision;
+
+// The dtype of V^T (fp8attn_fwd_params.vt_dtype, fp8attn_kv_cache.vt_dtype).
+typedef enum fp8attn_vt_dtype {
+  // E4M3, keys permuted within each group of 32 (fp8attn_vt_key_at). Any P precision.
+  FP8ATTN_VT_E4M3 = 0,
+  // FP16 (IEEE binary16), keys in natural order, same shape and padding rules; strides still in
+  // elements (2 bytes each), so a V^T takes twice the bytes of the E4M3 form. FP8ATTN_P_FP16
+  // only: the kernel's TMA loads it straight into the FP16 P V product's operand.
+  FP8ATTN_VT_FP16 = 1,
+} fp8attn_vt_dtype;
 
 // Keys inside every group of 32 are stored permuted in V^T (see fp8attn_vt_key_at).
 #define FP8ATTN_VT_KEY_GROUP 32
@@ -68,9 +79,10 @@ typedef struct fp8attn_fwd_params {
   // K: E4M3 (batch, seqlen_k, heads_kv, head_dim).
   const void* k;
   int64_t k_stride_b, k_stride_s, k_stride_h;
-  // V^T: E4M3 (batch, heads_kv, head_dim, vt_seqlen_pad), keys permuted within groups of 32
-  // (fp8attn_vt_key_at). vt_seqlen_pad >= seqlen_k rounded up to FP8ATTN_VT_PAD; positions
-  // for keys >= seqlen_k must hold finite values (the pre-pass writes zeros).
+  // V^T: (batch, heads_kv, head_dim, vt_seqlen_pad) of vt_dtype (below): E4M3 with keys permuted
+  // within groups of 32 (fp8attn_vt_key_at), or FP16 in natural key order. vt_seqlen_pad >=
+  // seqlen_k rounded up to FP8ATTN_VT_PAD; positions for keys >= seqlen_k must hold finite values
+  // (the pre-pass writes zeros).
   const void* vt;
   int64_t vt_stride_b, vt_stride_h, vt_stride_d;
   int32_t vt_seqlen_pad;
@@ -104,6 +116,9 @@ typedef struct fp8attn_fwd_params {
   float softmax_scale;  // usually 1/sqrt(head_dim)
   int32_t causal;       // 1: bottom-right aligned causal mask (as FlashAttention)
   int32_t p_precision;  // fp8attn_p_precision
+  // fp8attn_vt_dtype of vt (0, E4M3, after fp8attn_fwd_params_init). In what was the struct's
+  // tail padding: its size and every other offset are unchanged.
+  int32_t vt_dtype;
 } fp8attn_fwd_params;
 
 // Fills shapes, contiguous strides for the given shapes, softmax_scale = 1/sqrt(head_dim),

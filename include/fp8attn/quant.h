@@ -137,9 +137,15 @@ typedef struct fp8attn_bf16_tensor {
 // device buffer by fp8attn_kv_cache_init. Filled by fp8attn_quantize_kv.
 typedef struct fp8attn_kv_cache {
   int32_t batch, seqlen_k, heads_kv, head_dim, vt_seqlen_pad;
+  // fp8attn_vt_dtype of vt, set by fp8attn_kv_cache_init(_vt). In what was padding before k: the
+  // struct's size and every other offset are unchanged.
+  int32_t vt_dtype;
   void* k;             // E4M3 (batch, seqlen_k, heads_kv, 128)
-  void* vt;            // E4M3 (batch, heads_kv, 128, vt_seqlen_pad), keys permuted per 32 and
-                       // zero from seqlen_k on (fp8attn.h)
+  void* vt;            // (batch, heads_kv, 128, vt_seqlen_pad), zero from seqlen_k on: E4M3 with
+                       // keys permuted per 32 (fp8attn.h), or FP16 in natural key order (twice
+                       // the bytes; for FP8ATTN_P_FP16 at full speed). Both hold V' * v_inv with
+                       // V' the (smoothed) V and |V' * v_inv| <= 448; only the rounding differs
+                       // (E4M3 or FP16 RNE).
   float* k_descale;    // (batch, heads_kv, ceil(seqlen_k / 128)); per head: all blocks equal
   float* v_descale;    // (batch, heads_kv, 128)
   float* k_mean;       // (batch, heads_kv, 128): the mean subtracted from K (zeros if not smoothed);
@@ -149,13 +155,22 @@ typedef struct fp8attn_kv_cache {
   fp8attn_quant_options options;
 } fp8attn_kv_cache;
 
-// Bytes of device memory a cache needs; vt_seqlen_pad = 0 picks seqlen_k rounded up to 32.
+// Bytes of device memory a cache with E4M3 V^T needs; vt_seqlen_pad = 0 picks seqlen_k rounded
+// up to 32.
 size_t fp8attn_kv_cache_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv,
                               int32_t head_dim, int32_t vt_seqlen_pad);
-// Lays the cache out in `buffer` (device, 256-byte aligned, >= fp8attn_kv_cache_bytes).
+// Lays a cache with E4M3 V^T out in `buffer` (device, 256-byte aligned, >= fp8attn_kv_cache_bytes).
 fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size_t bytes,
                                      int32_t batch, int32_t seqlen_k, int32_t heads_kv,
                                      int32_t head_dim, int32_t vt_seqlen_pad);
+// The same for a V^T of vt_dtype (fp8attn_vt_dtype): FP8ATTN_VT_FP16 doubles V^T's bytes (a
+// cache for FP8ATTN_P_FP16 attention; fp8attn_fwd_params_from_quant passes the dtype on). 0 /
+// FP8ATTN_ERROR_INVALID_ARGUMENT for an unknown dtype.
+size_t fp8attn_kv_cache_bytes_vt(int32_t batch, int32_t seqlen_k, int32_t heads_kv,
+                                 int32_t head_dim, int32_t vt_seqlen_pad, int32_t vt_dtype);
+fp8attn_status fp8attn_kv_cache_init_vt(fp8attn_kv_cache* cache, void* buffer, size_t bytes,
+                                        int32_t batch, int32_t seqlen_k, int32_t heads_kv,
+                                        int32_t head_dim, int32_t vt_seqlen_pad, int32_t vt_dtype);
 
 // Scratch for fp8attn_quantize_kv (partial sums of the channel reduction): device, 256-aligned.
 size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv);

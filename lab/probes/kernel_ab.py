@@ -86,7 +86,7 @@ def pair(shape, a_name, a, b_name, b, runs, records, note=""):
 def variant_main(args, fa3, records):
     """Runs in a child process: one library per process (fp8attn.load)."""
     lib = fc.load(args.lib)
-    for (b, s, h, hkv) in ROWS[-2:]:
+    for (b, s, h, hkv) in [ROWS[i] for i in args.variant_rows]:
         for causal in (False, True):
             shape = Shape(b, s, s, h, hkv, 128, causal)
             sets = inputs(shape, args.seed)
@@ -111,13 +111,18 @@ def variant_main(args, fa3, records):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--variant-lib", help="a library built with another P offset/slack")
+    ap.add_argument("--variant-lib", action="append", default=[],
+                    help="a library built with another variant (repeatable; each in its own process)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=20261201)
+    ap.add_argument("--variant-rows", default="2,3", help="indices into ROWS timed for each library (default 4k, 8k)")
+    ap.add_argument("--no-blocks", action="store_true", help="skip the 128- vs 192-key block comparison")
+    ap.add_argument("--variant-tags", default="fp8attn,fp8attn_offset8", help="names of --lib and --variant-lib")
     ap.add_argument("--tag", default="fp8attn", help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.variant_rows = [int(i) for i in str(args.variant_rows).split(",")]
     fa3 = methods.load_fa3()
     if isinstance(fa3, str):
         print(f"kernel_ab: {fa3}")
@@ -128,9 +133,9 @@ def main():
         Path(args.child_json).write_text(json.dumps(records))
         return 0
 
-    lib = fc.load(args.lib)
+    lib = fc.load(args.lib) if not args.no_blocks else None
     print("block size: the release 128-key E4M3 kernel vs the 192-key one, both vs FA3 FP8")
-    for (b, s, h, hkv) in ROWS:
+    for (b, s, h, hkv) in ROWS if lib is not None else []:
         for causal in (False, True):
             shape = Shape(b, s, s, h, hkv, 128, causal)
             sets = inputs(shape, args.seed)
@@ -144,10 +149,12 @@ def main():
     if args.variant_lib:
         print("P offset: each library's kernel vs FA3 FP8 (speed), and kernel-only error")
         out = Path(args.out)
-        for tag, path in (("fp8attn", args.lib), ("fp8attn_offset8", args.variant_lib)):
+        tags = args.variant_tags.split(",")
+        for tag, path in zip(tags, [args.lib] + args.variant_lib):
             child = out / f".{tag}.json"
             rc = subprocess.call([sys.executable, __file__, "--lib", path, "--out", str(out),
                                   "--runs", str(args.runs), "--seed", str(args.seed), "--tag", tag,
+                                  "--variant-rows", ",".join(map(str, args.variant_rows)),
                                   "--child-json", str(child)])
             if rc == 0 and child.exists():
                 records += json.loads(child.read_text())

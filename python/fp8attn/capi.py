@@ -37,7 +37,7 @@ class FwdParams(ctypes.Structure):  # fp8attn_fwd_params (fp8attn.h)
         ("v_descale", _vp), ("vd_stride_b", _i64), ("vd_stride_h", _i64), ("vd_stride_d", _i64),
         ("lse_bias", _vp),
         ("o_bias", _vp), ("ob_stride_b", _i64), ("ob_stride_h", _i64),
-        ("softmax_scale", _f32), ("causal", _i32), ("p_precision", _i32),
+        ("softmax_scale", _f32), ("causal", _i32), ("p_precision", _i32), ("vt_dtype", _i32),
     ]
 
 
@@ -54,7 +54,7 @@ class Bf16Tensor(ctypes.Structure):  # fp8attn_bf16_tensor (quant.h)
 
 class KvCache(ctypes.Structure):  # fp8attn_kv_cache (quant.h)
     _fields_ = [("batch", _i32), ("seqlen_k", _i32), ("heads_kv", _i32), ("head_dim", _i32),
-                ("vt_seqlen_pad", _i32), ("k", _vp), ("vt", _vp), ("k_descale", _vp),
+                ("vt_seqlen_pad", _i32), ("vt_dtype", _i32), ("k", _vp), ("vt", _vp), ("k_descale", _vp),
                 ("v_descale", _vp), ("k_mean", _vp), ("v_mean", _vp), ("options", QuantOptions)]
 
 
@@ -86,6 +86,8 @@ SIGNATURES = {
     "fp8attn_quant_options_init": (None, [_P(QuantOptions)]),
     "fp8attn_kv_cache_bytes": (_size_t, [_i32] * 5),
     "fp8attn_kv_cache_init": (_status, [_P(KvCache), _vp, _size_t] + [_i32] * 5),
+    "fp8attn_kv_cache_bytes_vt": (_size_t, [_i32] * 6),
+    "fp8attn_kv_cache_init_vt": (_status, [_P(KvCache), _vp, _size_t] + [_i32] * 6),
     "fp8attn_quantize_kv_workspace_bytes": (_size_t, [_i32] * 3),
     "fp8attn_quantize_kv": (_status, [_P(Bf16Tensor), _P(Bf16Tensor), _P(QuantOptions),
                                       _P(KvCache), _vp, _size_t, _vp]),

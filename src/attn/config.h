@@ -6,12 +6,16 @@
 namespace fp8attn::attn {
 
 // P's precision in the P @ V product (see fp8attn_p_precision in the public header).
-// kFP16: P in FP16 against V up-converted to FP16 in shared memory by the producer warpgroup's
-// idle warps (see SharedStorage::v16 and v_converter in kernel.cuh).
+// kFP16: P in FP16 against V in FP16 in shared memory (SharedStorage::v16): up-converted there
+// from E4M3 V^T by the producer warpgroup's idle warps (v_converter.cuh), or, with VtType::kFP16,
+// loaded by the TMA from an FP16 V^T the pre-pass wrote.
 enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1, kFP16 = 2 };
+// The dtype of V^T in global memory (fp8attn_vt_dtype): E4M3 with keys permuted per 32
+// (fp8attn_vt_key_at), or FP16 in natural key order.
+enum class VtType : int { kE4M3 = 0, kFP16 = 1 };
 
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
-          int kPolyExpEvery_ = 0>
+          int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false>
 struct Config {
   // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
   // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
@@ -24,6 +28,16 @@ struct Config {
   static constexpr int kPolyExpEvery = kPolyExpEvery_;
   static constexpr PPrecision kP = kP_;
   static constexpr bool kFP16P = kP == PPrecision::kFP16;
+  // FP16 V^T from global memory: the TMA writes the FP16 wgmma's B operand (v16) itself, so no
+  // converter warps and no E4M3 V ring.
+  static constexpr VtType kVt = kVt_;
+  // The epilogue's O through a per-warpgroup shared-memory buffer (stmatrix) and TMA stores
+  // instead of 32 scattered BF16 stores per thread: cheaper per tile, so it pays where tiles are
+  // short (select.h); 32 KiB more shared memory, and measured slower on long tiles.
+  static constexpr bool kTmaStoreO = kTmaStoreO_;
+  static constexpr bool kVtF16 = kVt == VtType::kFP16;
+  // FP16 P from E4M3 V^T: the producer warpgroup's warps 1..3 convert each block (v_converter).
+  static constexpr bool kConvertV = kFP16P && !kVtF16;
   // Two-level O accumulation (see PVAccumulator in kernel.cuh).
   static constexpr bool kTwoLevel = kTwoLevel_;
   // Intra-warpgroup overlap: the softmax of block n runs while the warpgroup's own PV of block
@@ -47,15 +61,15 @@ struct Config {
   static constexpr int kStages = kStages_;  // K/V pipeline depth
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
   // setmaxnreg budget: producer + 2 x consumer <= 504 (the 168 registers per thread the launch
-  // allocates for 384 threads, x 3), each a multiple of 8. FP16 P: the producer warpgroup's warps
-  // 1..3 convert V to FP16 and need more than 24 (40 + 2 x 232 = 504).
-  static constexpr int kProducerRegs = kFP16P ? 40 : 24;
-  static constexpr int kConsumerRegs = kFP16P ? 232 : 240;
+  // allocates for 384 threads, x 3), each a multiple of 8. FP16 P from E4M3 V^T: the producer
+  // warpgroup's warps 1..3 convert V to FP16 and need more than 24 (40 + 2 x 232 = 504).
+  static constexpr int kProducerRegs = kConvertV ? 40 : 24;
+  static constexpr int kConsumerRegs = kConvertV ? 232 : 240;
   static_assert(kProducerRegs + 2 * kConsumerRegs <= 504 && kProducerRegs % 8 == 0 &&
                     kConsumerRegs % 8 == 0,
                 "setmaxnreg: the pool is 504 registers per thread slot, in multiples of 8");
-  // FP16 P: the converter warps (producer warpgroup warps 1..3).
-  static constexpr int kConverterWarps = kFP16P ? 3 : 0;
+  // FP16 P from E4M3 V^T: the converter warps (producer warpgroup warps 1..3).
+  static constexpr int kConverterWarps = kConvertV ? 3 : 0;
   static constexpr int kTileBytesQ = kBlockM * kHeadDim;  // E4M3: one byte per element
   static constexpr int kTileBytesK = kBlockN * kHeadDim;
   // V^T arrives in atoms of 64 keys (64-byte rows, 64-byte swizzle: a TMA box's inner extent
@@ -64,15 +78,21 @@ struct Config {
   static constexpr int kVAtomKeys = 64;
   static constexpr int kVAtoms = (kBlockN + kVAtomKeys - 1) / kVAtomKeys;
   static constexpr int kVAtomBytes = kHeadDim * kVAtomKeys;
-  static constexpr int kVTileSmemBytes = kVAtoms * kVAtomBytes;
-  static constexpr int kTileBytesV = kVTileSmemBytes;  // TMA bytes per V tile
-  // FP16 P: V in FP16, [2 halves of 64 keys][128 channels][64 keys] (128-byte rows: one 128-byte
-  // swizzle row), K-major for the FP16 wgmma's B, keys in natural order (un-permuted).
+  // The E4M3 V ring (16 bytes, unused, when the TMA loads FP16 V^T).
+  static constexpr int kVTileSmemBytes = kVtF16 ? 16 : kVAtoms * kVAtomBytes;
+  // FP16 P: V in FP16, [kBlockN / 64 halves of 64 keys][128 channels][64 keys] (128-byte rows:
+  // one 128-byte swizzle row), K-major for the FP16 wgmma's B, keys in natural order.
   static constexpr int kV16HalfKeys = 64;
   static constexpr int kV16HalfBytes = kHeadDim * kV16HalfKeys * 2;
-  static constexpr int kV16TileBytes = kFP16P ? (kBlockN / kV16HalfKeys) * kV16HalfBytes : 16;
-  static_assert(!kFP16P || (kBlockN == 128 && !kTwoLevel),
-                "FP16 P: one-level accumulation, 128-key blocks (S 64 + O 64 + P 32 registers)");
+  static constexpr int kV16Halves = kBlockN / kV16HalfKeys;
+  static constexpr int kV16TileBytes = kFP16P ? kV16Halves * kV16HalfBytes : 16;
+  // TMA bytes per V tile: E4M3 atoms, or (FP16 V^T) the FP16 halves straight into v16.
+  static constexpr int kTileBytesV = kVtF16 ? kV16TileBytes : kVTileSmemBytes;
+  static_assert(!kVtF16 || kFP16P, "FP16 V^T feeds the FP16 P V product only");
+  static_assert(!kFP16P || (kBlockN % kV16HalfKeys == 0 && !kTwoLevel),
+                "FP16 P: one-level accumulation, whole 64-key FP16 halves per block");
+  static_assert(!kConvertV || kBlockN == 128,
+                "FP16 P from E4M3 V^T: 128-key blocks (S 64 + O 64 + P 32 in 232 registers)");
   static_assert(kHeadDim == 128, "one 128-byte swizzle atom per row: d = 128 E4M3 values");
   static_assert(kBlockN % 32 == 0, "PV consumes keys 32 at a time");
   static_assert(!kTcRowSum || !kTwoLevel, "l from the tensor core needs the overlapped (one-level) loop");

@@ -1,12 +1,15 @@
-// The epilogue: O * v_descale / l (+ o_bias) -> BF16 and the LSE -> FP32, straight from the
-// consumers' registers, and the per-channel operands it reads.
+// The epilogue: O * v_descale / l (+ o_bias) -> BF16 through shared memory and a TMA store (or
+// straight from the consumers' registers), the LSE -> FP32, and the per-channel operands it reads.
 #pragma once
 #include <cuda_bf16.h>
 
 #include "attn/config.h"
 #include "attn/gemm.cuh"
 #include "attn/params.h"
+#include "attn/pipeline.cuh"
 #include "attn/scheduler.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/warpgroup.cuh"
 
 namespace fp8attn::attn {
 
@@ -83,32 +86,74 @@ struct EpilogueOperands {
   }
 };
 
+// This thread's BF16 pair of row r (row0 + 8 r), channels 8 i + 2 q4 + {0, 1}: O * v_descale / l
+// (+ o_bias); 0 for a row with no visible key (a NaN reached the row: NaN).
 template <class Cfg>
-__device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0,
-                                         const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm,
+__device__ __forceinline__ uint32_t o_pair(const PVAccumulator<Cfg>& acc, const EpilogueOperands& eo,
+                                           const float (&inv_l)[2], int r, int i) {
+  float x0 = acc.o[4 * i + 2 * r] * eo.vd[2 * i] * inv_l[r] + eo.ob[2 * i];
+  float x1 = acc.o[4 * i + 2 * r + 1] * eo.vd[2 * i + 1] * inv_l[r] + eo.ob[2 * i + 1];
+  if (inv_l[r] == 0.f) x0 = x1 = 0.f;
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// O through the warpgroup's staging buffer and two TMA stores (p.o_tma): 8 stmatrix per thread
+// instead of 32 scattered global stores, and the warpgroup moves on while the TMA writes.
+// Thread t128 == 0 issues the stores; before the buffer is written again it waits until the
+// previous tile's stores have read it. Rows past seqlen_q lie outside tma_o and are not written.
+template <class Cfg>
+__device__ __forceinline__ void store_o_tma(const KernelParams& p, const Tile& tile, int wg,
+                                            uint8_t* buf, const PVAccumulator<Cfg>& acc,
+                                            const EpilogueOperands& eo, const float (&inv_l)[2]) {
+  const int t128 = threadIdx.x % 128, lane = t128 % 32, warp = t128 / 32;
+  const int bar = static_cast<int>(NamedBarrier::kEpilogueWG0) + wg;
+  if (t128 == 0) ptx::bulk_wait_group_read_all();
+  ptx::named_barrier_sync(bar, 128);
+  // stmatrix x4 number j4 covers channel groups i = 2 j4, 2 j4 + 1 (8 channels each) of rows
+  // 16 warp .. + 15: matrix m = lane / 8 is (i = 2 j4 + m / 2, rows + 8 (m % 2)); lane gives the
+  // address of row lane % 8 of matrix m. 128-byte swizzle: 16-byte chunk c of row r sits at
+  // chunk c ^ (r % 8).
+  const int m = lane / 8;
+  const int row = 16 * warp + 8 * (m % 2) + lane % 8;
+  const uint32_t base = ptx::smem_addr(buf) + row * 128;
+#pragma unroll
+  for (int j4 = 0; j4 < 8; ++j4) {
+    const int i = 2 * j4 + m / 2;  // this lane's address: channel group i
+    const uint32_t addr = base + (i / 8) * kOHalfBytes + (((i % 8) ^ (row % 8)) << 4);
+    ptx::stmatrix_x4(addr, o_pair<Cfg>(acc, eo, inv_l, 0, 2 * j4), o_pair<Cfg>(acc, eo, inv_l, 1, 2 * j4),
+                     o_pair<Cfg>(acc, eo, inv_l, 0, 2 * j4 + 1), o_pair<Cfg>(acc, eo, inv_l, 1, 2 * j4 + 1));
+  }
+  ptx::fence_proxy_async_shared_cta();
+  ptx::named_barrier_sync(bar, 128);
+  if (t128 == 0) {
+    const int row0 = tile.m_block * Cfg::kBlockM + 64 * wg;
+    ptx::tma_store_4d(&p.tma_o, buf, 0, tile.head, row0, tile.batch);
+    ptx::tma_store_4d(&p.tma_o, buf + kOHalfBytes, 128, tile.head, row0, tile.batch);
+    ptx::bulk_commit_group();
+  }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0, int wg,
+                                         uint8_t* o_buf, const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm,
                                          const EpilogueOperands& eo) {
-  const float (&o)[PVAccumulator<Cfg>::kRegs] = acc.o;
-  const float (&vd)[32] = eo.vd;
-  const float (&ob)[32] = eo.ob;
   float inv_l[2];
   sm.finalize(inv_l);
   const int q4 = threadIdx.x % 4;
+  if constexpr (Cfg::kTmaStoreO) {
+    if (p.o_tma) store_o_tma<Cfg>(p, tile, wg, o_buf, acc, eo, inv_l);
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
     if (row >= p.seqlen_q) continue;
-    // No visible key: O = 0, LSE = -inf. A NaN inv_l (a NaN reached the row) is not empty: the
-    // row comes out NaN.
     const bool empty = inv_l[r] == 0.f;
-    __nv_bfloat16* out = p.o + tile.batch * p.o_stride_b + row * p.o_stride_s +
-                         tile.head * p.o_stride_h;
+    if (!p.o_tma) {
+      __nv_bfloat16* out = p.o + tile.batch * p.o_stride_b + row * p.o_stride_s + tile.head * p.o_stride_h;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const int c = 8 * i + 2 * q4;
-      float x0 = o[4 * i + 2 * r] * vd[2 * i] * inv_l[r] + ob[2 * i];
-      float x1 = o[4 * i + 2 * r + 1] * vd[2 * i + 1] * inv_l[r] + ob[2 * i + 1];
-      if (empty) x0 = x1 = 0.f;
-      *reinterpret_cast<__nv_bfloat162*>(out + c) = __floats2bfloat162_rn(x0, x1);
+      for (int i = 0; i < 16; ++i)
+        *reinterpret_cast<uint32_t*>(out + 8 * i + 2 * q4) = o_pair<Cfg>(acc, eo, inv_l, r, i);
     }
     if (p.lse && q4 == 0) {
       const int64_t li = (static_cast<int64_t>(tile.batch) * p.heads + tile.head) * p.seqlen_q + row;
@@ -116,6 +161,14 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
       if (!empty) lse += eo.lb[r];  // 0 without lse_bias
       p.lse[li] = lse;
     }
+  }
+}
+
+// Before the consumer warpgroup exits: its last TMA stores have completed.
+template <class Cfg>
+__device__ __forceinline__ void epilogue_drain(const KernelParams& p) {
+  if constexpr (Cfg::kTmaStoreO) {
+    if (p.o_tma && threadIdx.x % 128 == 0) ptx::bulk_wait_group_all();
   }
 }
 

@@ -32,16 +32,17 @@ __device__ __forceinline__ void make_p_fragments(const float (&s)[Softmax<Cfg>::
   else Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
 }
 
-// The V operand of the P V product and its barriers: the TMA's E4M3 V^T ring, or with FP16 P the
-// converters' FP16 ring (whose E4M3 slots the converters release themselves).
+// The V operand of the P V product and its barriers: the TMA's E4M3 V^T ring; with FP16 P from
+// E4M3 V^T the converters' FP16 ring (whose E4M3 slots the converters release themselves); with
+// FP16 V^T the FP16 ring that the TMA fills itself (v16 with the TMA's v_full / v_empty).
 template <class Cfg>
 struct PVOperand {
   __device__ __forceinline__ static uint64_t* full(SharedStorage<Cfg>& sm, int s) {
-    if constexpr (Cfg::kFP16P) return &sm.v16_full[s];
+    if constexpr (Cfg::kConvertV) return &sm.v16_full[s];
     else return &sm.v_full[s];
   }
   __device__ __forceinline__ static uint64_t* empty(SharedStorage<Cfg>& sm, int s) {
-    if constexpr (Cfg::kFP16P) return &sm.v16_empty[s];
+    if constexpr (Cfg::kConvertV) return &sm.v16_empty[s];
     else return &sm.v_empty[s];
   }
   __device__ __forceinline__ static uint32_t addr(SharedStorage<Cfg>& sm, int s) {

@@ -3,8 +3,9 @@
 //
 //   producer : Q tile once per tile; then K_n, V_n for n = n_hi-1 down to n_lo into a
 //              kStages-deep ring of shared-memory buffers (mbarrier full/empty pairs).
-//   converter: FP8ATTN_P_FP16 only: the producer warpgroup's warps 1..3 turn each E4M3 V^T block
-//              into FP16 (un-permuted keys, 128-byte swizzle) in a second ring (v16).
+//   converter: FP8ATTN_P_FP16 with E4M3 V^T only: the producer warpgroup's warps 1..3 turn each
+//              E4M3 V^T block into FP16 (un-permuted keys, 128-byte swizzle) in a second ring
+//              (v16). With FP16 V^T (FP8ATTN_VT_FP16) the TMA fills v16 itself.
 //   consumer : per block n, S = Q K_n^T (SS wgmma) -> softmax -> P (E4M3 or FP16, registers)
 //              -> O_n = P V_n (RS wgmma, fresh accumulator) -> O = O * alpha + O_n.
 //              Intra-warpgroup overlap: the QK^T of block n is issued together with the PV of
@@ -12,8 +13,8 @@
 //              (one-level kernels; the two-level ones wait for the PV: key_blocks_serial).
 //              Ping-pong: the two warpgroups take turns issuing (named barriers), so one's
 //              softmax also runs under the other's GEMMs.
-//   epilogue : O * v_descale / l (+ o_bias) -> BF16, LSE -> FP32, straight from registers.
-#pragma once
+//   epilogue : O * v_descale / l (+ o_bias) -> BF16 -> shared memory (stmatrix) -> TMA store,
+//              LSE -> FP32 from registers.
 #pragma once
 #include <cuda.h>
 
@@ -45,6 +46,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::tma_prefetch_descriptor(&p.tma_q);
     ptx::tma_prefetch_descriptor(&p.tma_k);
     ptx::tma_prefetch_descriptor(&p.tma_vt);
+    if (Cfg::kTmaStoreO && p.o_tma) ptx::tma_prefetch_descriptor(&p.tma_o);
     for (int s = 0; s < 2; ++s) {
       ptx::mbar_init(&sm.tile_full[s], 1);
       // Every thread that reads the published tile arrives itself (its own read ordered before
@@ -59,8 +61,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
       ptx::mbar_init(&sm.k_full[s], 1);
       ptx::mbar_init(&sm.k_empty[s], kConsumerWarps);
       ptx::mbar_init(&sm.v_full[s], 1);
-      // FP16 P: the converter warps release the E4M3 slot, the consumers the FP16 one.
-      ptx::mbar_init(&sm.v_empty[s], Cfg::kFP16P ? Cfg::kConverterWarps : kConsumerWarps);
+      // FP16 P from E4M3 V^T: the converter warps release the E4M3 slot, the consumers the
+      // FP16 one.
+      ptx::mbar_init(&sm.v_empty[s], Cfg::kConvertV ? Cfg::kConverterWarps : kConsumerWarps);
       ptx::mbar_init(&sm.v16_full[s], Cfg::kConverterWarps > 0 ? Cfg::kConverterWarps : 1);
       ptx::mbar_init(&sm.v16_empty[s], kConsumerWarps);
     }
@@ -77,7 +80,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
       producer<Cfg>(p, sm);
-    } else if constexpr (Cfg::kFP16P) {
+    } else if constexpr (Cfg::kConvertV) {
       if (threadIdx.x >= 32) v_converter<Cfg>(p, sm);  // warps 1..3
     }
   } else {

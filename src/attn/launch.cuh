@@ -33,14 +33,27 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
     const cuuint64_t dk[4] = {128, cuuint64_t(p.heads_kv), cuuint64_t(p.seqlen_k), cuuint64_t(p.batch)};
     const cuuint64_t sk[3] = {cuuint64_t(p.k_stride_h), cuuint64_t(p.k_stride_s), cuuint64_t(p.k_stride_b)};
     const cuuint32_t bk[4] = {128, 1, Cfg::kBlockN, 1};
-    const cuuint64_t dv[4] = {cuuint64_t(p.vt_seqlen_pad), 128, cuuint64_t(p.heads_kv), cuuint64_t(p.batch)};
-    const cuuint64_t sv[3] = {cuuint64_t(p.vt_stride_d), cuuint64_t(p.vt_stride_h), cuuint64_t(p.vt_stride_b)};
-    const cuuint32_t bv[4] = {Cfg::kVAtomKeys, 128, 1, 1};
+    // V^T in bytes (the descriptors are byte-typed): E4M3 atoms of 64 keys x 1 byte, 64-byte
+    // swizzle; FP16 halves of 64 keys x 2 bytes, 128-byte swizzle (the FP16 wgmma's B layout).
+    constexpr cuuint64_t vb = Cfg::kVtF16 ? 2 : 1;
+    const cuuint64_t dv[4] = {vb * cuuint64_t(p.vt_seqlen_pad), 128, cuuint64_t(p.heads_kv), cuuint64_t(p.batch)};
+    const cuuint64_t sv[3] = {vb * cuuint64_t(p.vt_stride_d), vb * cuuint64_t(p.vt_stride_h),
+                              vb * cuuint64_t(p.vt_stride_b)};
+    const cuuint32_t bv[4] = {Cfg::kVtF16 ? 2 * Cfg::kV16HalfKeys : Cfg::kVAtomKeys, 128, 1, 1};
+    const CUtensorMapSwizzle swv = Cfg::kVtF16 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
     if (!make_tma_4d(&kp.tma_q, p.q, dq, sq, bq, CU_TENSOR_MAP_SWIZZLE_128B) ||
         !make_tma_4d(&kp.tma_k, p.k, dk, sk, bk, CU_TENSOR_MAP_SWIZZLE_128B) ||
-        !make_tma_4d(&kp.tma_vt, p.vt, dv, sv, bv, CU_TENSOR_MAP_SWIZZLE_64B))
+        !make_tma_4d(&kp.tma_vt, p.vt, dv, sv, bv, swv))
       return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                   "cuTensorMapEncodeTiled rejected a tensor (strides/extents out of TMA range)");
+    // Config::kTmaStoreO: O (BF16) as bytes; each consumer warpgroup stores its 64 rows as two 128-byte column halves.
+    // Validation guarantees a 16-byte aligned base and 16-byte multiples as strides; should the
+    // driver still reject the description, O is written from registers.
+    const cuuint64_t dout[4] = {2 * 128, cuuint64_t(p.heads), cuuint64_t(p.seqlen_q), cuuint64_t(p.batch)};
+    const cuuint64_t sout[3] = {2 * cuuint64_t(p.o_stride_h), 2 * cuuint64_t(p.o_stride_s),
+                                2 * cuuint64_t(p.o_stride_b)};
+    const cuuint32_t bout[4] = {128, 1, 64, 1};
+    kp.o_tma = Cfg::kTmaStoreO && opts.o_store_tma && make_tma_4d(&kp.tma_o, p.o, dout, sout, bout, CU_TENSOR_MAP_SWIZZLE_128B);
   }
   kp.batch = p.batch;
   kp.seqlen_q = p.seqlen_q;

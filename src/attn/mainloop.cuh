@@ -145,7 +145,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     const Tile tile = sm.tile[sched.stage];
     ptx::mbar_arrive(&sm.tile_empty[sched.stage]);  // each thread after its own read of the slot
     sched.advance();
-    if (tile.m_block < 0) break;  // the end
+    if (tile.m_block < 0) {  // the end
+      epilogue_drain<Cfg>(p);
+      break;
+    }
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
     const int row0 = tile.m_block * Cfg::kBlockM + row_in_tile;
     Softmax<Cfg> softmax;
@@ -156,7 +159,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
       eo.load(p, tile, row0);
-      epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
+      epilogue<Cfg>(p, tile, row0, wg, sm.o[wg], acc, softmax, eo);
       continue;
     }
 
@@ -208,7 +211,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     if constexpr (!Cfg::kIntraWgOverlap) {
       key_blocks_serial<Cfg>(p, sm, tile, row0, kr, limit, block_scale, q_addr, it_k, qs, my_turn,
                              other_turn, softmax, acc, eo);
-      epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
+      epilogue<Cfg>(p, tile, row0, wg, sm.o[wg], acc, softmax, eo);
       continue;
     }
 
@@ -282,7 +285,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       softmax.add_block_sum(acc.l_blk, one);
     }
 
-    epilogue<Cfg>(p, tile, row0, acc, softmax, eo);
+    epilogue<Cfg>(p, tile, row0, wg, sm.o[wg], acc, softmax, eo);
   }
 }
 

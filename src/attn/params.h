@@ -10,7 +10,9 @@ namespace fp8attn::attn {
 struct KernelParams {
   CUtensorMap tma_q;   // E4M3 (d, h, sq, b), box (128, 1, kBlockM, 1), 128-byte swizzle
   CUtensorMap tma_k;   // E4M3 (d, h_kv, sk, b), box (128, 1, kBlockN, 1)
-  CUtensorMap tma_vt;  // E4M3 (sk_pad, d, h_kv, b), box (kBlockN, 128, 1, 1)
+  CUtensorMap tma_vt;  // V^T in bytes (sk_pad * elem, d, h_kv, b): E4M3 box (64, 128, 1, 1),
+                       // 64-byte swizzle; FP16 box (128, 128, 1, 1), 128-byte swizzle
+  CUtensorMap tma_o;   // BF16 O in bytes (2 d, h, sq, b), box (128, 1, 64, 1), 128-byte swizzle
 
   int batch, seqlen_q, seqlen_k, heads, heads_kv, q_per_kv;
   int num_m_blocks, num_tiles;
@@ -26,6 +28,7 @@ struct KernelParams {
   __nv_bfloat16* o;
   int64_t o_stride_b, o_stride_s, o_stride_h;
   float* lse;  // (b, h, sq) or nullptr
+  int o_tma;   // O leaves through shared memory and tma_o (else straight from registers)
 
   const float* q_descale;  // nullptr = 1
   int64_t qd_stride_b, qd_stride_h, qd_stride_s;

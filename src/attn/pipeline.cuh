@@ -10,20 +10,29 @@
 
 namespace fp8attn::attn {
 
+// The epilogue's O staging per consumer warpgroup: 64 rows x 128 channels of BF16.
+inline constexpr int kOHalfBytes = 64 * 64 * 2;
+inline constexpr int kOStageBytes = 2 * kOHalfBytes;
+
 // Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.
 template <class Cfg>
 struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t q[2][Cfg::kTileBytesQ];  // double buffer: the next tile's Q loads early
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
-  // FP16 P: V converted to FP16 (Config::kV16*), a ring in step with v (16 bytes otherwise).
+  // FP16 P: V in FP16 (Config::kV16*), a ring in step with v (16 bytes otherwise): converted
+  // from v by the converter warps, or (FP16 V^T) loaded by the TMA, which then leaves v unused.
   alignas(1024) uint8_t v16[Cfg::kFP16P ? Cfg::kStages : 1][Cfg::kV16TileBytes];
   // E4M3 ones (0x38): the B operand of the row-sum wgmma (kTcRowSum). Any layout reads 1.
-  alignas(1024) uint8_t ones[Cfg::kTcRowSum ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
+  alignas(1024) uint8_t ones[Cfg::kTcRowSum ? 1024 : 16];
+  // The epilogue's BF16 O (Config::kTmaStoreO; 16 bytes otherwise), one buffer per consumer warpgroup: two column halves of [64 rows][64
+  // channels] (128-byte rows, 128-byte swizzle), stored to global memory by the TMA.
+  alignas(1024) uint8_t o[Cfg::kTmaStoreO ? Cfg::kConsumerWarpgroups : 1][Cfg::kTmaStoreO ? kOStageBytes : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
   uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
-  // FP16 P: v16[s] written by the converter warps (full: 3 arrives) / read by the PV (empty: 8).
+  // FP16 P from E4M3 V^T: v16[s] written by the converter warps (full: 3 arrives) / read by the
+  // PV (empty: 8). With FP16 V^T, v_full / v_empty guard v16 (the TMA writes it).
   uint64_t v16_full[Cfg::kStages], v16_empty[Cfg::kStages];
   // The producer tells the consumers which tile comes next (a ring of two slots).
   Tile tile[2];  // m_block = -1: no more tiles
@@ -33,7 +42,8 @@ struct alignas(1024) SharedStorage {
 // Named barrier ids (0 is __syncthreads). kWarpSchedulerWG0 + i lets consumer warpgroup i issue
 // its GEMMs: the two warpgroups alternate (ping-pong), so one's softmax runs under the other's
 // tensor-core work.
-enum class NamedBarrier : int { kWarpSchedulerWG0 = 1, kWarpSchedulerWG1 = 2 };
+// kEpilogueWG0 + i: consumer warpgroup i's 128 threads around its O staging buffer.
+enum class NamedBarrier : int { kWarpSchedulerWG0 = 1, kWarpSchedulerWG1 = 2, kEpilogueWG0 = 3, kEpilogueWG1 = 4 };
 
 // Ring position of the it-th block through a kStages-deep ring, and the parity of its phase.
 template <int kStages>

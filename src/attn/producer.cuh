@@ -49,10 +49,20 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
                        n * Cfg::kBlockN, tile.batch);
       ptx::mbar_wait(&sm.v_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.v_full[kv.stage], Cfg::kTileBytesV);
+      if constexpr (Cfg::kVtF16) {
+        // FP16 V^T: one box of [128 channels][64 keys] (128 bytes a row, the descriptor counts
+        // bytes) per FP16 half, straight into the P V wgmma's B operand.
 #pragma unroll
-      for (int a = 0; a < Cfg::kVAtoms; ++a)
-        ptx::tma_load_4d(sm.v[kv.stage] + a * Cfg::kVAtomBytes, &p.tma_vt, &sm.v_full[kv.stage],
-                         n * Cfg::kBlockN + a * Cfg::kVAtomKeys, 0, kv_head, tile.batch);
+        for (int h = 0; h < Cfg::kV16Halves; ++h)
+          ptx::tma_load_4d(sm.v16[kv.stage] + h * Cfg::kV16HalfBytes, &p.tma_vt,
+                           &sm.v_full[kv.stage], 2 * (n * Cfg::kBlockN + h * Cfg::kV16HalfKeys), 0,
+                           kv_head, tile.batch);
+      } else {
+#pragma unroll
+        for (int a = 0; a < Cfg::kVAtoms; ++a)
+          ptx::tma_load_4d(sm.v[kv.stage] + a * Cfg::kVAtomBytes, &p.tma_vt, &sm.v_full[kv.stage],
+                           n * Cfg::kBlockN + a * Cfg::kVAtomKeys, 0, kv_head, tile.batch);
+      }
       kv.advance();
     }
     // Claimed only now, when this tile's loads are all issued (the consumers are a few blocks

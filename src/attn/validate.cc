@@ -4,11 +4,16 @@
 #include "attn/validate.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "attn/extent.h"
 #include "attn/status.h"
+
+// vt_dtype filled the struct's tail padding: its size and every other offset are unchanged.
+static_assert(offsetof(fp8attn_fwd_params, vt_dtype) == offsetof(fp8attn_fwd_params, p_precision) + 4 &&
+              sizeof(fp8attn_fwd_params) == offsetof(fp8attn_fwd_params, vt_dtype) + 4);
 
 namespace fp8attn::attn {
 namespace {
@@ -39,7 +44,7 @@ fp8attn_status check_layout(const fp8attn_fwd_params* p) {
       {"q", extent_of(p->q, {{B, p->q_stride_b}, {SQ, p->q_stride_s}, {H, p->q_stride_h}, {128, 1}}, 1)},
       {"k", extent_of(p->k, {{B, p->k_stride_b}, {SK, p->k_stride_s}, {HKV, p->k_stride_h}, {128, 1}}, 1)},
       {"vt", extent_of(p->vt, {{B, p->vt_stride_b}, {HKV, p->vt_stride_h}, {128, p->vt_stride_d},
-                               {p->vt_seqlen_pad, 1}}, 1)},
+                               {p->vt_seqlen_pad, 1}}, p->vt_dtype == FP8ATTN_VT_FP16 ? 2 : 1)},
       {"q_descale", extent_of(p->q_descale, {{B, p->qd_stride_b}, {H, p->qd_stride_h}, {SQ, p->qd_stride_s}}, 4)},
       {"k_descale", extent_of(p->k_descale, {{B, p->kd_stride_b}, {HKV, p->kd_stride_h}, {kblk, p->kd_stride_blk}}, 4)},
       {"v_descale", extent_of(p->v_descale, {{B, p->vd_stride_b}, {HKV, p->vd_stride_h}, {128, p->vd_stride_d}}, 4)},
@@ -84,19 +89,27 @@ fp8attn_status validate(const fp8attn_fwd_params* p) {
   if (p->p_precision != FP8ATTN_P_E4M3 && p->p_precision != FP8ATTN_P_E4M3_HILO &&
       p->p_precision != FP8ATTN_P_FP16)
     return fail(bad, "unknown p_precision " + str(p->p_precision));
-  // TMA: every stride but the innermost a positive multiple of 16 bytes (E4M3: 16 elements).
+  if (p->vt_dtype != FP8ATTN_VT_E4M3 && p->vt_dtype != FP8ATTN_VT_FP16)
+    return fail(bad, "unknown vt_dtype " + str(p->vt_dtype) + " (FP8ATTN_VT_E4M3 0, FP8ATTN_VT_FP16 1)");
+  if (p->vt_dtype == FP8ATTN_VT_FP16 && p->p_precision != FP8ATTN_P_FP16)
+    return fail(bad, "vt_dtype FP8ATTN_VT_FP16 needs p_precision FP8ATTN_P_FP16 (got " +
+                         str(p->p_precision) + "): an FP16 V feeds only the FP16 P V product");
+  // TMA: every stride but the innermost a positive multiple of 16 bytes (E4M3: 16 elements;
+  // FP16 V^T: 8).
+  const int64_t vt_elems16 = p->vt_dtype == FP8ATTN_VT_FP16 ? 8 : 16;
   const struct {
     const char* name;
-    int64_t v;
-  } fp8_strides[] = {{"q_stride_b", p->q_stride_b},   {"q_stride_s", p->q_stride_s},
-                     {"q_stride_h", p->q_stride_h},   {"k_stride_b", p->k_stride_b},
-                     {"k_stride_s", p->k_stride_s},   {"k_stride_h", p->k_stride_h},
-                     {"vt_stride_b", p->vt_stride_b}, {"vt_stride_h", p->vt_stride_h},
-                     {"vt_stride_d", p->vt_stride_d}};
-  for (const auto& s : fp8_strides)
-    if (s.v <= 0 || s.v % 16 != 0 || s.v >= (int64_t{1} << 40))
-      return fail(bad, std::string(s.name) + " = " + str(s.v) +
-                           ": must be a positive multiple of 16 elements (TMA)");
+    int64_t v, elems16;
+  } tma_strides[] = {{"q_stride_b", p->q_stride_b, 16},   {"q_stride_s", p->q_stride_s, 16},
+                     {"q_stride_h", p->q_stride_h, 16},   {"k_stride_b", p->k_stride_b, 16},
+                     {"k_stride_s", p->k_stride_s, 16},   {"k_stride_h", p->k_stride_h, 16},
+                     {"vt_stride_b", p->vt_stride_b, vt_elems16},
+                     {"vt_stride_h", p->vt_stride_h, vt_elems16},
+                     {"vt_stride_d", p->vt_stride_d, vt_elems16}};
+  for (const auto& s : tma_strides)
+    if (s.v <= 0 || s.v % s.elems16 != 0 || s.v * (16 / s.elems16) >= (int64_t{1} << 40))
+      return fail(bad, std::string(s.name) + " = " + str(s.v) + ": must be a positive multiple of " +
+                           str(s.elems16) + " elements (16 bytes, TMA)");
   if (p->q_stride_h < 128 || p->k_stride_h < 128)
     return fail(bad, "q_stride_h and k_stride_h must be >= head_dim (128)");
   const int64_t pad_min = (int64_t{p->seqlen_k} + FP8ATTN_VT_PAD - 1) / FP8ATTN_VT_PAD * FP8ATTN_VT_PAD;
@@ -162,6 +175,7 @@ void fp8attn_fwd_params_init(fp8attn_fwd_params* p, int32_t batch, int32_t seqle
   p->o_stride_b = p->o_stride_s * seqlen_q;
   p->softmax_scale = head_dim > 0 ? 1.f / std::sqrt(static_cast<float>(head_dim)) : 1.f;
   p->p_precision = FP8ATTN_P_E4M3;
+  p->vt_dtype = FP8ATTN_VT_E4M3;
 }
 
 fp8attn_status fp8attn_check_fwd_params(const fp8attn_fwd_params* params) {

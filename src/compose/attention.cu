@@ -35,8 +35,15 @@ struct Pieces {
   size_t total() const { return cache + q + scratch; }
 };
 
-Pieces pieces(int batch, int seqlen_q, int seqlen_k, int heads, int heads_kv, int head_dim) {
-  return {fp8attn_kv_cache_bytes(batch, seqlen_k, heads_kv, head_dim, 0),
+// The end-to-end call's V^T form, a function of its P precision: FP16 P gets an FP16 V^T (V
+// is then never rounded to E4M3, and the kernel loads it with no conversion), the others E4M3.
+int32_t vt_dtype_for(int32_t p_precision) {
+  return p_precision == FP8ATTN_P_FP16 ? FP8ATTN_VT_FP16 : FP8ATTN_VT_E4M3;
+}
+
+Pieces pieces(int batch, int seqlen_q, int seqlen_k, int heads, int heads_kv, int head_dim,
+              int32_t vt_dtype) {
+  return {fp8attn_kv_cache_bytes_vt(batch, seqlen_k, heads_kv, head_dim, 0, vt_dtype),
           fp8attn_q_quant_bytes(batch, seqlen_q, heads, head_dim),
           fp8attn_quantize_kv_workspace_bytes(batch, seqlen_k, heads_kv)};
 }
@@ -51,8 +58,9 @@ fp8attn::attn::Extent extent_of(const fp8attn_bf16_tensor& t) {
 // (host only: carves pointers, no device work).
 fp8attn_status lay_out(char* base, const Pieces& p, const fp8attn_attention_args& a,
                        fp8attn_kv_cache* cache, fp8attn_q_quant* qq) {
-  fp8attn_status s = fp8attn_kv_cache_init(cache, base, p.cache, a.k.batch, a.k.seqlen, a.k.heads,
-                                           a.k.head_dim, 0);
+  fp8attn_status s = fp8attn_kv_cache_init_vt(cache, base, p.cache, a.k.batch, a.k.seqlen,
+                                              a.k.heads, a.k.head_dim, 0,
+                                              vt_dtype_for(a.p_precision));
   if (s == FP8ATTN_SUCCESS) {
     s = fp8attn_q_quant_init(qq, base + p.cache, p.q, a.q.batch, a.q.seqlen, a.q.heads, a.q.head_dim);
   }
@@ -142,7 +150,8 @@ fp8attn_status fp8attn_workspace_reserve(fp8attn_workspace* ws, size_t bytes) {
 
 size_t fp8attn_attention_workspace_bytes(int32_t batch, int32_t seqlen_q, int32_t seqlen_k,
                                          int32_t heads, int32_t heads_kv, int32_t head_dim) {
-  const Pieces p = pieces(batch, seqlen_q, seqlen_k, heads, heads_kv, head_dim);
+  // Enough for every P precision: the FP16 V^T form (FP8ATTN_P_FP16) is the largest.
+  const Pieces p = pieces(batch, seqlen_q, seqlen_k, heads, heads_kv, head_dim, FP8ATTN_VT_FP16);
   if (p.cache == 0 || p.q == 0 || p.scratch == 0) return 0;  // invalid shape
   return p.total();
 }
@@ -159,7 +168,8 @@ fp8attn_status fp8attn_attention(const fp8attn_attention_args* a, fp8attn_worksp
   if (!a->o) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "o is null");
   const int B = a->q.batch, SQ = a->q.seqlen, SK = a->k.seqlen, H = a->q.heads;
   const int HKV = a->k.heads;
-  const Pieces p = pieces(B, SQ, SK, H, HKV, a->q.head_dim);
+  // An unknown p_precision gets the E4M3 form here and is refused by the kernel's check below.
+  const Pieces p = pieces(B, SQ, SK, H, HKV, a->q.head_dim, vt_dtype_for(a->p_precision));
   if (p.cache == 0 || p.q == 0 || p.scratch == 0 || a->k.head_dim != a->q.head_dim) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                 "shapes: batch, seqlens and heads must be > 0 and head_dim 128 (q head_dim " +

@@ -19,6 +19,7 @@ fp8attn_fwd_params kernel_params(const fp8attn_q_quant& q, const fp8attn_kv_cach
   p.k = cache.k;
   p.vt = cache.vt;
   p.vt_seqlen_pad = PAD;
+  p.vt_dtype = cache.vt_dtype;
   p.vt_stride_d = PAD;
   p.vt_stride_h = int64_t{D} * PAD;
   p.vt_stride_b = int64_t{HKV} * D * PAD;

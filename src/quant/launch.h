@@ -82,14 +82,16 @@ struct RowQuantArgs {
   uint32_t* true_amax;
 };
 
-// V -> V^T (b, h, 128, vt_pad) E4M3 with the per-channel mean and scale from kv_stats, keys
-// permuted inside each group of 32, zeros from seqlen on.
+// V -> V^T (b, h, 128, vt_pad) with the per-channel mean and scale from kv_stats, zeros from
+// seqlen on: E4M3 with keys permuted inside each group of 32, or (vt_f16) FP16 in natural key
+// order (the same scaled values, rounded to FP16 instead of E4M3).
 struct VtQuantArgs {
   Bf16Input v;
   const float* v_mean;          // (b, h, 128) or null (no smoothing)
   const float* v_inv;           // (b, h, 128)
-  uint8_t* vt;
+  uint8_t* vt;                  // E4M3, or FP16 (2 bytes an element) when vt_f16
   int vt_pad;
+  bool vt_f16;                  // fp8attn_kv_cache.vt_dtype == FP8ATTN_VT_FP16
   bool reverse_order;           // as RowQuantArgs: when V is read right after the reduction
   uint32_t* true_amax;          // FP8ATTN_CENTRE_SAMPLE: max |x - mean| per channel as bits
                                 // (b, h, 128), atomicMax; null otherwise

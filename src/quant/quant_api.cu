@@ -21,6 +21,8 @@ static_assert(sizeof(fp8attn_quant_options) == 40 &&
               offsetof(fp8attn_quant_options, k_scale) == 20 &&
               offsetof(fp8attn_quant_options, hadamard_seed) == 24 &&
               offsetof(fp8attn_quant_options, centre) == 32);
+// The cache's vt_dtype filled the padding before k: every other offset is unchanged.
+static_assert(offsetof(fp8attn_kv_cache, vt_dtype) == 20 && offsetof(fp8attn_kv_cache, k) == 24);
 
 namespace fp8attn::quant {
 namespace {
@@ -127,11 +129,14 @@ KvWorkspace carve_kv_workspace(Carver& c, int batch, int seqlen_k, int heads_kv)
   return w;
 }
 
+bool vt_dtype_ok(int32_t d) { return d == FP8ATTN_VT_E4M3 || d == FP8ATTN_VT_FP16; }
+
 void carve_kv_cache(Carver& c, fp8attn_kv_cache* cache, int batch, int seqlen_k, int heads_kv,
-                    int vt_pad) {
+                    int vt_pad, int32_t vt_dtype) {
   const size_t bh = static_cast<size_t>(batch) * heads_kv;
+  const size_t vt_elem = vt_dtype == FP8ATTN_VT_FP16 ? 2 : 1;
   cache->k = c.take<uint8_t>(bh * seqlen_k * kHeadDim);
-  cache->vt = c.take<uint8_t>(bh * kHeadDim * vt_pad);
+  cache->vt = c.take<uint8_t>(bh * kHeadDim * vt_pad * vt_elem);
   cache->k_descale = c.take<float>(bh * ceil_div(seqlen_k, FP8ATTN_K_SCALE_BLOCK));
   cache->v_descale = c.take<float>(bh * kHeadDim);
   cache->k_mean = c.take<float>(bh * kHeadDim);
@@ -175,7 +180,7 @@ fp8attn_status plan_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* 
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "k and v shapes differ");
   }
   if (cache->k == nullptr || cache->batch != k->batch || cache->seqlen_k != k->seqlen ||
-      cache->heads_kv != k->heads) {
+      cache->heads_kv != k->heads || !vt_dtype_ok(cache->vt_dtype)) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                 "cache not initialized for this shape (fp8attn_kv_cache_init with k's batch, "
                 "seqlen, heads)");
@@ -238,6 +243,7 @@ fp8attn_status plan_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* 
   vt.v_inv = ws.v_inv;
   vt.vt = static_cast<uint8_t*>(cache->vt);
   vt.vt_pad = cache->vt_seqlen_pad;
+  vt.vt_f16 = cache->vt_dtype == FP8ATTN_VT_FP16;  // the second quantization too (vt_again)
 
   plan.one_pass = options->centre == FP8ATTN_CENTRE_SAMPLE;
   if (plan.one_pass) {
@@ -379,19 +385,37 @@ void fp8attn_quant_options_init(fp8attn_quant_options* o) {
 
 size_t fp8attn_kv_cache_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv, int32_t head_dim,
                               int32_t vt_seqlen_pad) {
-  if (!shape_ok(batch, seqlen_k, heads_kv, head_dim)) return 0;
+  return fp8attn_kv_cache_bytes_vt(batch, seqlen_k, heads_kv, head_dim, vt_seqlen_pad,
+                                   FP8ATTN_VT_E4M3);
+}
+
+size_t fp8attn_kv_cache_bytes_vt(int32_t batch, int32_t seqlen_k, int32_t heads_kv,
+                                 int32_t head_dim, int32_t vt_seqlen_pad, int32_t vt_dtype) {
+  if (!shape_ok(batch, seqlen_k, heads_kv, head_dim) || !vt_dtype_ok(vt_dtype)) return 0;
   if (vt_seqlen_pad == 0) vt_seqlen_pad = default_vt_pad(seqlen_k);
   Carver c(nullptr);
   fp8attn_kv_cache tmp{};
-  carve_kv_cache(c, &tmp, batch, seqlen_k, heads_kv, vt_seqlen_pad);
+  carve_kv_cache(c, &tmp, batch, seqlen_k, heads_kv, vt_seqlen_pad, vt_dtype);
   return c.used();
 }
 
 fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size_t bytes,
                                      int32_t batch, int32_t seqlen_k, int32_t heads_kv,
                                      int32_t head_dim, int32_t vt_seqlen_pad) {
+  return fp8attn_kv_cache_init_vt(cache, buffer, bytes, batch, seqlen_k, heads_kv, head_dim,
+                                  vt_seqlen_pad, FP8ATTN_VT_E4M3);
+}
+
+fp8attn_status fp8attn_kv_cache_init_vt(fp8attn_kv_cache* cache, void* buffer, size_t bytes,
+                                        int32_t batch, int32_t seqlen_k, int32_t heads_kv,
+                                        int32_t head_dim, int32_t vt_seqlen_pad, int32_t vt_dtype) {
   fp8attn::clear_error();
   if (cache == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "cache is null");
+  if (!vt_dtype_ok(vt_dtype)) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "unknown vt_dtype " + std::to_string(vt_dtype) +
+                    " (FP8ATTN_VT_E4M3 0, FP8ATTN_VT_FP16 1)");
+  }
   if (!shape_ok(batch, seqlen_k, heads_kv, head_dim)) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                 "kv cache: batch, seqlen_k, heads_kv must be > 0 and head_dim 128");
@@ -402,7 +426,8 @@ fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size
                 "vt_seqlen_pad must be a multiple of 32 and >= seqlen_k rounded up to 32, got " +
                     std::to_string(vt_seqlen_pad));
   }
-  const size_t need = fp8attn_kv_cache_bytes(batch, seqlen_k, heads_kv, head_dim, vt_seqlen_pad);
+  const size_t need =
+      fp8attn_kv_cache_bytes_vt(batch, seqlen_k, heads_kv, head_dim, vt_seqlen_pad, vt_dtype);
   if (buffer == nullptr || reinterpret_cast<uintptr_t>(buffer) % kAlign || bytes < need) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                 "kv cache buffer must be 256-byte aligned and hold " + std::to_string(need) +
@@ -410,9 +435,9 @@ fp8attn_status fp8attn_kv_cache_init(fp8attn_kv_cache* cache, void* buffer, size
   }
   *cache = fp8attn_kv_cache{};
   cache->batch = batch, cache->seqlen_k = seqlen_k, cache->heads_kv = heads_kv;
-  cache->head_dim = head_dim, cache->vt_seqlen_pad = vt_seqlen_pad;
+  cache->head_dim = head_dim, cache->vt_seqlen_pad = vt_seqlen_pad, cache->vt_dtype = vt_dtype;
   Carver c(buffer);
-  carve_kv_cache(c, cache, batch, seqlen_k, heads_kv, vt_seqlen_pad);
+  carve_kv_cache(c, cache, batch, seqlen_k, heads_kv, vt_seqlen_pad, vt_dtype);
   fp8attn_quant_options_init(&cache->options);
   return FP8ATTN_SUCCESS;
 }

@@ -5,6 +5,10 @@
 // one OR give the word, and the 16 pairs of a warp store 64 contiguous bytes per V^T row. A warp
 // does 16 channels; a CTA of 128 threads (the rotated K/V pass) does the tile in two sweeps of
 // 64 channels, all loads of both first.
+// FP16 V^T (a.vt_f16, for FP8ATTN_P_FP16): the same scaled values (|y| <= 448, far inside FP16's
+// 65504; FP16's subnormals start 2^-14 below that, E4M3's 2^-6) rounded to FP16 (RNE) and stored
+// in natural key order: the slot's keys are two adjacent pairs (VtSlot::key(u, 0) and (u, 2) are
+// even), one 32-bit FP16x2 word each.
 #pragma once
 
 #include "ptx/griddep.cuh"
@@ -15,6 +19,13 @@
 namespace fp8attn::quant::vt {
 
 inline constexpr int kTileKeys = 128;
+
+// Two floats -> FP16x2 (RNE), `lo` in the low half.
+__device__ __forceinline__ uint32_t f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 inline constexpr int kSteps = kTileKeys / VtSlot::kKeysPerWarp;
 
 template <int kThreads>
@@ -73,10 +84,13 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
       uint32_t keep = 0;              // keys from seqlen on are zero codes
 #pragma unroll
       for (int m = 0; m < 4; ++m) keep |= (base + VtSlot::key(u, m) < S ? 0xFFu : 0u) << (8 * m);
+      // FP16: the same per key, 16 bits each, for the words of keys (m 0, 1) and (m 2, 3).
+      const uint32_t keep16[2] = {(keep & 0xFFu ? 0xFFFFu : 0u) | (keep & 0xFF00u ? 0xFFFF0000u : 0u),
+                                  (keep & 0xFF0000u ? 0xFFFFu : 0u) | (keep & 0xFF000000u ? 0xFFFF0000u : 0u)};
       float x[4][8];
 #pragma unroll
       for (int m = 0; m < 4; ++m) bf16x8_to_float(raw[w][st][m], x[m]);
-      uint8_t* dst = a.vt + (bh * kHeadDim + c) * a.vt_pad + pos;
+      const int64_t row0 = (bh * kHeadDim + c) * a.vt_pad;  // element offset of channel c's row
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         float y[4];
@@ -88,8 +102,15 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
           }
           y[m] = __fmul_rn(f, inv[j]);
         }
-        const uint32_t word = (e4m3x2(y[0], y[1]) | (e4m3x2(y[2], y[3]) << 16)) & keep;
-        *reinterpret_cast<uint32_t*>(dst + static_cast<int64_t>(j) * a.vt_pad) = word;
+        const int64_t row = row0 + static_cast<int64_t>(j) * a.vt_pad;
+        if (a.vt_f16) {
+          uint32_t* dst = reinterpret_cast<uint32_t*>(reinterpret_cast<uint16_t*>(a.vt) + row + base);
+          dst[VtSlot::key(u, 0) / 2] = f16x2(y[0], y[1]) & keep16[0];
+          dst[VtSlot::key(u, 2) / 2] = f16x2(y[2], y[3]) & keep16[1];
+        } else {
+          const uint32_t word = (e4m3x2(y[0], y[1]) | (e4m3x2(y[2], y[3]) << 16)) & keep;
+          *reinterpret_cast<uint32_t*>(a.vt + row + pos) = word;
+        }
       }
     }
     if (a.true_amax != nullptr) {  // over the 16 lane pairs holding the same channels

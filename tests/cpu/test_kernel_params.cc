@@ -19,6 +19,7 @@
 namespace {
 using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
+using fp8attn::attn::short_tiles;
 
 struct Case {
   fp8attn_kv_cache cache;
@@ -135,7 +136,10 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
 
     // The kernel accepts what the composition builds, and runs the blocks the K scale allows.
     EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
-    EXPECT_EQ(select_kernel(p), k.options.k_scale == FP8ATTN_K_SCALE_HEAD ? KernelId::kE4M3Block192
+    // (One K descale per head: the 192-key kernel, with the TMA-store epilogue for short tiles.)
+    const KernelId head_kernel =
+        short_tiles(p) ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192;
+    EXPECT_EQ(select_kernel(p), k.options.k_scale == FP8ATTN_K_SCALE_HEAD ? head_kernel
                                                                          : KernelId::kE4M3Block128);
     if (testing::Test::HasFailure()) break;
   }

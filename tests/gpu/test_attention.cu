@@ -437,7 +437,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{2, 200, 300, 4, 2, true, FP8ATTN_P_FP16},
                       Shape{1, 257, 450, 2, 1, false, FP8ATTN_P_FP16, true, false, true},
                       Shape{1, 129, 257, 2, 1, true, FP8ATTN_P_FP16},
-                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, false, true}),
+                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, false, true},
+                      // FP16 V^T (the TMA-loaded kernel), the same checks
+                      Shape{2, 200, 300, 4, 2, true, FP8ATTN_P_FP16, false, false, false, false, true},
+                      Shape{1, 257, 450, 2, 1, false, FP8ATTN_P_FP16, true, false, true, false, true},
+                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, false, true, true}),
     [](const auto& info) { return info.param.name(); });
 
 // ---- against exact FP64 attention -------------------------------------------------------------
@@ -477,6 +481,8 @@ std::vector<Shape> fp64_shapes() {
   }
   v.push_back({1, 8191, 8191, 2, 1, true, FP8ATTN_P_FP16, false, false, true});
   v.push_back({1, 8191, 8191, 2, 1, false, FP8ATTN_P_FP16, false, true});  // long and diffuse
+  v.push_back({1, 8191, 8191, 2, 1, true, FP8ATTN_P_FP16, false, false, true, false, true});  // FP16 V^T
+  v.push_back({2, 1000, 300, 4, 2, true, FP8ATTN_P_FP16, false, false, false, false, true});
   v.push_back({1, 8191, 8191, 2, 1, true, FP8ATTN_P_E4M3, false, false, true});
   v.push_back({1, 8191, 8191, 2, 1, false, FP8ATTN_P_E4M3, false, true});  // long and diffuse
   v.push_back({2, 333, 555, 4, 2, true, FP8ATTN_P_E4M3, true});  // lse_bias and o_bias

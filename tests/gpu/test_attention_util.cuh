@@ -58,13 +58,17 @@ struct Shape {
   // is exact in any summation order and in Hopper's ~13-bit accumulator, so the kernel and the
   // mirrors see the same scores and the same P, and differ only in how P V and l are summed.
   bool exact_scores = false;
+  // FP16 P only: V^T passed in FP16 (FP8ATTN_VT_FP16, natural key order; the same E4M3 values,
+  // exact in FP16), so the FP16 V^T kernel runs instead of the converter kernel.
+  bool vt_fp16 = false;
   std::string name() const {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "b%d_sq%d_sk%d_h%d_hkv%d_%s%s%s%s%s%s", b, sq, sk, h, h_kv,
+    char buf[170];
+    std::snprintf(buf, sizeof buf, "b%d_sq%d_sk%d_h%d_hkv%d_%s%s%s%s%s%s%s", b, sq, sk, h, h_kv,
                   causal ? "causal" : "full",
                   p_precision == FP8ATTN_P_E4M3_HILO ? "_hilo" : p_precision == FP8ATTN_P_FP16 ? "_fp16" : "",
                   biases ? "_bias" : "",
-                  diffuse ? "_diffuse" : "", k_head ? "_khead" : "", exact_scores ? "_exact" : "");
+                  diffuse ? "_diffuse" : "", k_head ? "_khead" : "", exact_scores ? "_exact" : "",
+                  vt_fp16 ? "_vt16" : "");
     return buf;
   }
   int k_blocks() const { return (sk + FP8ATTN_K_SCALE_BLOCK - 1) / FP8ATTN_K_SCALE_BLOCK; }
@@ -456,7 +460,20 @@ class DeviceRun {
     fp8attn_fwd_params_init(&a, s.b, s.sq, s.sk, s.h, s.h_kv, kD);
     a.q = upload(p_.q8);
     a.k = upload(p_.k8);
-    a.vt = upload(p_.vt8);
+    if (s.vt_fp16) {  // natural key order, FP16 codes of the same E4M3 values (exact)
+      const int pad = s.sk_pad();
+      std::vector<uint16_t> vt16(size_t(s.b) * s.h_kv * kD * pad, 0);
+      for (int b = 0; b < s.b; ++b)
+        for (int h = 0; h < s.h_kv; ++h)
+          for (int c = 0; c < kD; ++c)
+            for (int key = 0; key < s.sk; ++key)
+              vt16[((int64_t(b) * s.h_kv + h) * kD + c) * pad + key] =
+                  model::float_to_fp16(model::e4m3_to_float(p_.v8[p_.ki(b, key, h, c)]));
+      a.vt = upload(vt16);
+      a.vt_dtype = FP8ATTN_VT_FP16;
+    } else {
+      a.vt = upload(p_.vt8);
+    }
     o_bytes_ = size_t(s.b) * s.sq * s.h * kD * 2;
     lse_bytes_ = size_t(s.b) * s.h * s.sq * 4;
     o_ = poisoned(o_bytes_);

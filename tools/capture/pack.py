@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -93,8 +94,9 @@ def main(argv=None) -> int:
                "v": tensors["v"][:, : args.tokens, kv_heads]}
         sel = {n: np.ascontiguousarray(pad_head_dim(t)) for n, t in sel.items()}
         hd = model["head_dim"]
+        scale = 1.0 / math.sqrt(hd)  # a Python float: its repr is the plain number ('0.125')
         padded = {} if hd == KERNEL_HEAD_DIM else {
-            "head_dim": KERNEL_HEAD_DIM, "head_dim_model": hd, "softmax_scale": repr(1.0 / np.sqrt(hd)),
+            "head_dim": KERNEL_HEAD_DIM, "head_dim_model": hd, "softmax_scale": repr(scale),
             "padding": f"channels {hd}..127 are zeros; run with softmax_scale 1/sqrt({hd})"}
         name = f"{model['slug']}-layer{layer['layer']:02d}.safetensors"
         out_meta = {**meta, "tokens": args.tokens, "q_heads": len(q_heads), "kv_heads": len(kv_heads),
@@ -104,7 +106,7 @@ def main(argv=None) -> int:
         st_io.write(os.path.join(args.out, name), {n: ("BF16", t) for n, t in sel.items()}, out_meta)
         entries.append({"model": model["slug"], "layer": layer["layer"], "file": name,
                         "tokens": args.tokens, "q_heads": q_heads, "kv_heads": kv_heads,
-                        "head_dim_model": hd, "softmax_scale": 1.0 / float(np.sqrt(hd)),
+                        "head_dim_model": hd, "softmax_scale": scale,
                         "sha256": st_io.sha256_file(os.path.join(args.out, name))})
     with open(os.path.join(args.out, "pack.json"), "w") as f:
         json.dump({"text_sha256": manifest["text_sha256"], "files": entries,

@@ -41,6 +41,19 @@ int fp8attn_model_attention(const char* scheme, int seqlen, int heads, int heads
   }
 }
 
+// The scheme's one-line summary (every option spelled out), or null with the message in
+// fp8attn_model_last_error(): what a checkpoint was made with (tools/model_quality/cache_guard.py).
+const char* fp8attn_model_scheme_summary(const char* scheme) {
+  thread_local std::string summary;
+  try {
+    summary = fp8attn::model::scheme_by_name(scheme ? scheme : "").summary();
+    return summary.c_str();
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return nullptr;
+  }
+}
+
 const char* fp8attn_model_last_error() { return g_error.c_str(); }
 
 }  // extern "C"

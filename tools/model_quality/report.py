@@ -16,7 +16,7 @@ DOC = os.path.join(REPO, "docs", "model-quality.md")
 PLOT = os.path.join(REPO, "docs", "img", "model-quality.png")
 BEGIN = "<!-- model-quality:begin (tools/model_quality/report.py) -->"
 END = "<!-- model-quality:end -->"
-ORDER = ["exact", "bf16-flash", "fa3-fp8", "fp8attn-default", "fp8attn-accurate"]
+ORDER = ["exact", "bf16-flash", "fa3-fp8", "fp8attn-default", "fp8attn-accurate", "fp8attn-accurate-e4m3v"]
 
 
 def table(doc: dict) -> list[str]:
@@ -40,19 +40,38 @@ def table(doc: dict) -> list[str]:
             out.append(f"| {r['scheme']} | {r['ppl']:.4f} | {r['ppl_delta']:+.4f} | {r['kl_mean']:.2e} | "
                        f"{r['kl_p99']:.2e} | {r['top1_agree']:.4f} |")
         by = {r["scheme"]: r for r in rs}
-        if {"fa3-fp8", "fp8attn-default", "bf16-flash", "fp8attn-accurate"} <= by.keys():
-            f3, de, bf, ac = by["fa3-fp8"], by["fp8attn-default"], by["bf16-flash"], by["fp8attn-accurate"]
+        notes = []
+        if {"fa3-fp8", "fp8attn-default"} <= by.keys():
+            f3, de = by["fa3-fp8"], by["fp8attn-default"]
             kl_ratio = de["kl_mean"] / f3["kl_mean"] if f3["kl_mean"] > 0 else float("nan")
             ppl_ratio = abs(de["ppl_delta"]) / abs(f3["ppl_delta"]) if f3["ppl_delta"] else float("nan")
-            out += ["", f"- fp8attn-default / FA3-FP8: KL mean {kl_ratio:.2f}x, |perplexity change| "
-                        f"{ppl_ratio:.2f}x (goal: at most 0.5x each).",
-                    f"- Noise (BF16-flash against exact): KL mean {bf['kl_mean']:.2e}, perplexity change "
-                    f"{bf['ppl_delta']:+.4f}, top-1 {bf['top1_agree']:.4f}; fp8attn-accurate: KL mean "
-                    f"{ac['kl_mean']:.2e} ({ac['kl_mean'] / bf['kl_mean']:.2f}x BF16-flash's), perplexity "
-                    f"change {ac['ppl_delta']:+.4f}, top-1 {ac['top1_agree']:.4f}."]
+            notes.append(f"- fp8attn-default / FA3-FP8: KL mean {kl_ratio:.2f}x, |perplexity change| "
+                         f"{ppl_ratio:.2f}x (goal: at most 0.5x each).")
+        if "bf16-flash" in by:
+            bf = by["bf16-flash"]
+            notes.append(f"- Noise (BF16-flash against exact): KL mean {bf['kl_mean']:.2e}, perplexity "
+                         f"change {bf['ppl_delta']:+.4f}, top-1 {bf['top1_agree']:.4f}.")
+            for name, what in (("fp8attn-accurate", "V^T in FP16"), ("fp8attn-accurate-e4m3v", "V^T in E4M3")):
+                if name in by:
+                    v = by[name]
+                    notes.append(f"- {name} ({what}): KL mean {v['kl_mean']:.2e} ({v['kl_mean'] / bf['kl_mean']:.2f}x "
+                                 f"BF16-flash's), perplexity change {v['ppl_delta']:+.4f}, top-1 "
+                                 f"{v['top1_agree']:.4f}.")
+        for r in rs:
+            if r.get("renamed_from"):
+                notes.append(f"- {r['scheme']}: {r['renamed_from']}.")
+        if notes:
+            out += [""] + notes
         if prov:
+            own = [r["scheme"] for r in rs if r.get("provenance")]
             out += ["", f"Written by `{prov.get('command')}` at commit `{str(prov.get('git_commit'))[:12]}` on "
-                        f"{prov.get('machine')}, {prov.get('date_utc')}."]
+                        f"{prov.get('machine')}, {prov.get('date_utc')}"
+                        + (f" ({', '.join(own)}: below)." if own else ".")]
+        for r in rs:  # a scheme run on its own later (run.py --schemes) carries its provenance
+            p = r.get("provenance")
+            if p:
+                out += ["", f"{r['scheme']}: written by `{p.get('command')}` at commit "
+                            f"`{str(p.get('git_commit'))[:12]}` on {p.get('machine')}, {p.get('date_utc')}."]
         out.append("")
     return out
 

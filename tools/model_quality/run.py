@@ -7,7 +7,9 @@ every layer computed by one scheme's CPU emulation, against the pass with exact 
 
 Schemes (SCHEMES below): exact (FP32 attention on the BF16 Q, K, V), bf16-flash (FA3-BF16
 numerics), fa3-fp8 (FA3 FP8: per-(batch, KV head) amax/448 scales), fp8attn-default (the
-library's pre-pass + E4M3-P kernel numerics), fp8attn-accurate (the same pre-pass, P in FP16).
+library's pre-pass + E4M3-P kernel numerics), fp8attn-accurate (the library's accurate mode: the
+same pre-pass writing V^T in FP16, P in FP16), and as an extra fp8attn-accurate-e4m3v (the earlier
+accurate mode: V^T in E4M3, P in FP16).
 The FP8 products follow the tensor core's accumulation rule: --acc-rule takes the rule the
 microbenchmark measured (tools/wgmma_accum/rule.py reads it); without it the model's assumed
 rule is used and the results say so. Head dim 64 runs zero-padded to 128 with the softmax scale
@@ -16,7 +18,9 @@ kept at 1/sqrt(64), as the kernel would run it.
 Per scheme: perplexity of the predicted tokens; against the exact run: next-token KL(exact ||
 scheme) mean and p99 over positions, top-1 agreement. Checkpoints after every layer under
 data/cache/model-quality/<model>-<tokens>/<scheme>/ (an interrupted run resumes there), one
-progress line per layer. Writes the model's records into results/model-quality.json.
+progress line per layer. Writes the model's records into results/model-quality.json: those of
+the schemes run replace their own, the others are kept. A run of every scheme records its
+provenance per model; a run of some schemes records it in each of its records.
 """
 from __future__ import annotations
 
@@ -32,7 +36,9 @@ import numpy as np
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools", "capture"))
 sys.path.insert(0, os.path.join(REPO, "tools", "wgmma_accum"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import cache_guard  # noqa: E402
 import forward  # noqa: E402
 import provenance  # noqa: E402
 from gguf_model import GgufModel  # noqa: E402
@@ -47,6 +53,7 @@ SCHEMES = {
     "fa3-fp8": ("fa3-fp8", ("qk", "pv")),
     "fp8attn-default": ("fp8attn-default", ("qk", "pv")),
     "fp8attn-accurate": ("fp8attn-accurate", ("qk",)),
+    "fp8attn-accurate-e4m3v": ("fp8attn-accurate-e4m3v", ("qk",)),
 }
 
 
@@ -62,7 +69,18 @@ def load_lib(path: str):
                   ctypes.c_float, ctypes.c_int, fp]
     f.restype = ctypes.c_int
     lib.fp8attn_model_last_error.restype = ctypes.c_char_p
+    lib.fp8attn_model_scheme_summary.argtypes = [ctypes.c_char_p]
+    lib.fp8attn_model_scheme_summary.restype = ctypes.c_char_p
     return lib
+
+
+def scheme_summary(lib, spec: str | None) -> str:
+    if spec is None:
+        return "numpy fp32 exact attention on BF16 q, k, v"
+    got = lib.fp8attn_model_scheme_summary(spec.encode())
+    if got is None:
+        raise SystemExit(f"{spec}: {lib.fp8attn_model_last_error().decode()}")
+    return got.decode()
 
 
 def scheme_spec(name: str, acc_keys: str) -> str | None:
@@ -208,18 +226,22 @@ def main(argv=None) -> int:
         work = os.path.join(work_root if name != "exact" else os.path.dirname(exact_lp) +
                             f"/{args.model}-{args.tokens}-exact", name)
         done = os.path.join(work, "metrics.json")
-        if os.path.exists(done) and (name != "exact" or os.path.exists(exact_lp)):
+        spec = scheme_spec(name, acc_keys)
+        summary = scheme_summary(lib, spec)
+        # Checkpoints are reused only if made by this very emulation (cache_guard.py); the exact
+        # pass is run.py's own NumPy, no model scheme.
+        reused = name == "exact" or cache_guard.claim(work, summary, log)
+        if reused and os.path.exists(done) and (name != "exact" or os.path.exists(exact_lp)):
             metrics[name] = json.load(open(done))
             log(f"  {name}: done before ({metrics[name]['ppl']:.4f})")
             continue
-        spec = scheme_spec(name, acc_keys)
         attention = None if spec is None else emulated_attention(lib, spec)
         t = time.time()
         hidden = run_scheme(model, ids, name, attention, work)
         m = score(model, hidden, ids[1:], None if name == "exact" else exact_lp,
                   exact_lp if name == "exact" else None)
         m.update(scheme_spec=spec or "numpy fp32 exact attention on BF16 q, k, v",
-                 seconds=round(time.time() - t, 1))
+                 scheme_summary=summary, seconds=round(time.time() - t, 1))
         with open(done, "w") as f:
             json.dump(m, f, indent=1)
         metrics[name] = m
@@ -234,14 +256,24 @@ def main(argv=None) -> int:
                         "ppl": m["ppl"], "ppl_delta": m["ppl"] - ppl0,
                         "kl_mean": m.get("kl_mean", 0.0), "kl_p99": m.get("kl_p99", 0.0),
                         "top1_agree": m.get("top1_agree", 1.0), "scheme_spec": m["scheme_spec"],
+                        "scheme_summary": m.get("scheme_summary"),
                         "head_dim": model.config.head_dim,
                         "padded_to": KERNEL_HEAD_DIM if model.config.head_dim < KERNEL_HEAD_DIM else None,
                         "accumulator_rule": rule, "seconds": m["seconds"]})
     doc = {"records": []}
     if os.path.exists(args.results):
         doc = json.load(open(args.results))
-    doc["records"] = [r for r in doc.get("records", []) if r["model"] != args.model] + records
-    doc.setdefault("provenance", {})[args.model] = provenance.record(sys.argv)
+    prov = provenance.record(sys.argv)
+    if set(SCHEMES) <= set(names):
+        doc["records"] = [r for r in doc.get("records", []) if r["model"] != args.model] + records
+        doc.setdefault("provenance", {})[args.model] = prov
+    else:  # some schemes: theirs replaced, each with its own provenance; the others kept as they are
+        records = [{**r, "provenance": prov} for r in records if r["scheme"] != "exact"
+                   or not any(o["model"] == args.model and o["scheme"] == "exact"
+                              for o in doc.get("records", []))]
+        ran = {r["scheme"] for r in records}
+        doc["records"] = [r for r in doc.get("records", [])
+                          if not (r["model"] == args.model and r["scheme"] in ran)] + records
     doc["note"] = ("KL(exact || scheme) of the next-token distributions per position (nats), mean "
                    "and 99th percentile; top1_agree: share of positions whose argmax equals the "
                    "exact run's; ppl over the tokens - 1 predicted tokens of the text's prefix")

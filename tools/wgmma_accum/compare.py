@@ -7,11 +7,18 @@ tools/wgmma_accum/run.sh), and their ratio. The target: every ratio model / GPU 
 
   python3 tools/wgmma_accum/compare.py --gpu results/<date>-h200-<commit>.json fa3-captured.json \
       --rule results/wgmma-accum.json [--pack .carry/captures] [--eval build-model/tools/eval/fp8attn-eval]
+  # the CPU half alone, ahead of the GPU run (the harness's methods on every pack file), kept in
+  # a model cache that the later comparison reads instead of re-running fp8attn-eval:
+  python3 tools/wgmma_accum/compare.py --model-only [--datasets smollm2-135m] --rule ... \
+      --model-cache results/accum-model-cpu-<commit>.json
 
 Writes results/accum-model-vs-gpu.{json,md} (with command, commit, machine, date). Records on
 `captured:<stem>@prepass...` datasets (the pre-pass + kernel, bench/bench_prepass.py) are compared
 with the fp8attn-kernel scheme of their recorded pre-pass options; `...@prepass:fixture` ones ran
 on the committed fixture (data/fixtures/<stem>.safetensors), which the model then reads.
+A record's softmax_scale (a padded head-dim-64 capture: 1/8) goes to the model as --softmax-scale.
+Model cache: fp8attn-eval figures keyed by (file, its sha256, mask, scale, scheme, reference), so a
+cached figure is reused only for the very bytes it was computed on.
 """
 from __future__ import annotations
 
@@ -48,6 +55,32 @@ PREPASS_MIRROR = {
     "fp8attn@prepass": "fp8attn-default",
 }
 TOLERANCE = 0.10
+# --model-only: the harness's methods on captured data (bench/methods.py, bench/accuracy.py).
+HARNESS_METHODS = {"fa3_fp8": MIRROR["fa3_fp8"], "fp8attn": MIRROR["fp8attn"],
+                   "fp8attn@prepass": PREPASS_MIRROR["fp8attn@prepass"]}
+
+
+def file_sha256(path: pathlib.Path) -> str:
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def pack_scale(path: pathlib.Path) -> float | None:
+    """The file's own softmax_scale (tools/capture/pack.py metadata), as the harness reads it."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from accuracy import pack_softmax_scale
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        meta = json.loads(f.read(n)).get("__metadata__", {})
+    return pack_softmax_scale(meta)
+
+
+def cache_key(data: pathlib.Path, sha: str, causal: bool, scale, spec: str, ref: str) -> str:
+    return json.dumps([data.name, sha, bool(causal), scale, spec, ref])
 
 
 def prepass_spec(o: dict) -> str:
@@ -57,13 +90,26 @@ def prepass_spec(o: dict) -> str:
             f":prepass_v_head={int(o['v_scale'] == 1)}:prepass_k_head={int(o.get('k_scale', 1) == 0)}")
 
 
+def write_cache(path: pathlib.Path, cache: dict, keys: str) -> None:
+    cache.setdefault("about", "fp8attn-eval RMSE per [file, sha256, causal, softmax_scale, scheme, "
+                     "reference], written by tools/wgmma_accum/compare.py (--model-cache)")
+    writes = cache.setdefault("writes", [])
+    if not cache.get("_written"):  # one provenance entry per invocation, however many writes
+        writes.append({"command": " ".join(sys.argv), "commit": git("rev-parse", "HEAD"),
+                       "machine": platform.node(), "accumulator_keys": keys,
+                       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+        cache["_written"] = True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({k: v for k, v in cache.items() if k != "_written"}, indent=1) + "\n")
+
+
 def git(*a) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gpu", type=pathlib.Path, nargs="+", required=True,
+    ap.add_argument("--gpu", type=pathlib.Path, nargs="+",
                     help="harness results and/or tools/wgmma_accum/gpu_fa3.py output")
     ap.add_argument("--rule", type=pathlib.Path, help="tools/wgmma_accum/run.sh's JSON (default: "
                     "the model's assumed rule, stated in the output)")
@@ -75,16 +121,36 @@ def main(argv=None) -> int:
                     "':acc=hopper' (the first model) or ':acc=fp32', for a baseline")
     ap.add_argument("--fixtures-only", action="store_true", help="only the records the GPU ran on "
                     "the committed fixtures (no pack needed)")
+    ap.add_argument("--model-cache", type=pathlib.Path, help="JSON of fp8attn-eval figures: read "
+                    "(reused where the key matches) and written back with the new ones")
+    ap.add_argument("--model-only", action="store_true", help="no GPU results: run the model for "
+                    "the harness's methods on every pack file, fill --model-cache, write no table")
+    ap.add_argument("--datasets", help="with --model-only: comma list of stem prefixes "
+                    "(e.g. smollm2-135m)")
     args = ap.parse_args(argv)
+    if args.model_only and (args.gpu or not args.model_cache):
+        ap.error("--model-only takes --model-cache and no --gpu")
+    if not args.model_only and not args.gpu:
+        ap.error("--gpu is required (or --model-only)")
     rule = acc_rule.rule_from_file(str(args.rule)) if args.rule else acc_rule.ASSUMED
     keys = args.acc_keys if args.acc_keys else ":acc=aligned" + acc_rule.scheme_keys(rule)
-    gpu_records = [r for g in args.gpu for r in json.loads(g.read_text()).get("accuracy", [])]
+    gpu_records = [r for g in args.gpu or [] for r in json.loads(g.read_text()).get("accuracy", [])]
+    if args.model_only:
+        prefixes = args.datasets.split(",") if args.datasets else [""]
+        for f in sorted(args.pack.glob("*.safetensors")):
+            if any(f.stem.startswith(p) for p in prefixes):
+                scale = pack_scale(f)
+                gpu_records += [{"dataset": f"captured:{f.stem}", "causal": c, "method": m,
+                                 "reference": ref, "rmse": None, "softmax_scale": scale,
+                                 "inputs": "prepass" if "@prepass" in m else "per_head"}
+                                for c in (False, True) for m in HARNESS_METHODS
+                                for ref in ("end_to_end", "kernel_only")]
 
     # (stem, suffix, causal, method) -> {reference: rmse} from the GPU.
     want: dict[tuple, dict] = {}
     for r in gpu_records:
         ds = r["dataset"]
-        if not ds.startswith("captured:") or r.get("rmse") is None:
+        if not ds.startswith("captured:") or (r.get("rmse") is None and not args.model_only):
             continue
         stem, _, suffix = ds[len("captured:"):].partition("@")
         if args.fixtures_only and "fixture" not in suffix:
@@ -115,8 +181,24 @@ def main(argv=None) -> int:
     for (stem, suffix, causal, method, scale), v in want.items():
         runs.setdefault((str(data_of(stem, suffix)), causal, scale), set()).add(v["spec"] + keys)
     model: dict[tuple, dict] = {}
+    cache = (json.loads(args.model_cache.read_text()) if args.model_cache and args.model_cache.exists()
+             else {"figures": {}})
+    figures, reused, runs_done = cache["figures"], 0, 0
     for (data, causal, scale), specs in sorted(runs.items(), key=str):
         data = pathlib.Path(data)
+        sha = file_sha256(data) if data.exists() else None
+        if sha:  # figures already computed on these very bytes
+            for spec in specs:
+                for ref in ("kernel_only", "end_to_end"):
+                    hit = figures.get(cache_key(data, sha, causal, scale, spec, ref))
+                    if hit is not None:
+                        model[(str(data), causal, scale, spec, ref)] = hit
+            done = {sp for sp in specs if all((str(data), causal, scale, sp, ref) in model
+                                              for ref in ("kernel_only", "end_to_end"))}
+            reused += len(done)
+            specs = specs - done
+            if not specs:
+                continue
         cmd = [str(args.eval), "--data", str(data), "--mask", "causal" if causal else "none",
                "--scheme", ",".join(sorted(specs)), "--quiet"]
         if scale is not None:
@@ -131,7 +213,18 @@ def main(argv=None) -> int:
             recs = json.load(open(tmp.name))
         for rec in recs:  # fp8attn-eval --json: an array of records
             model[(str(data), causal, scale, rec["scheme"], rec["reference"])] = rec["rmse"]
+            figures[cache_key(data, sha, causal, scale, rec["scheme"], rec["reference"])] = rec["rmse"]
+        runs_done += 1
+        print(f"model: {data.name} mask={'causal' if causal else 'none'} scale={scale}: "
+              f"{len(specs)} scheme(s)", flush=True)
+        if args.model_cache:  # after every run: an interrupted pass keeps what it computed
+            write_cache(args.model_cache, cache, keys)
     if args.dry_run:
+        return 0
+    print(f"model: {runs_done} fp8attn-eval run(s), {reused} (file, mask, scheme) figure pair(s) "
+          f"from {args.model_cache}" if args.model_cache else f"model: {runs_done} fp8attn-eval run(s)")
+    if args.model_only:  # the cache was written after each run; nothing new, nothing written
+        print(f"{args.model_cache}: {len(figures)} figures" + (" (new ones written)" if runs_done else ""))
         return 0
 
     rows = []

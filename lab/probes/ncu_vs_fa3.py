@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Lab probe (GPU): one shape, one method, a few calls, for Nsight Compute to profile side by side.
+
+  ncu -k regex:'attention_fwd_kernel|FlashAttnFwd' --launch-skip 3 --launch-count 1 ... \
+      python3 lab/probes/ncu_vs_fa3.py --lib .carry/libfp8attn.so --method fp8attn|fa3_fp8 \
+      --b 16 --s 1024 --h 32 --hkv 32 --causal 1
+Gaussian BF16 inputs quantized per (batch, KV head), the harness's quantizer (bench/fp8attn_calls.py).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+
+import fp8attn_calls as fc  # noqa: E402
+import methods  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--method", choices=["fp8attn", "fa3_fp8"], required=True)
+    for a in ("b", "s", "h", "hkv"):
+        ap.add_argument(f"--{a}", type=int, required=True)
+    ap.add_argument("--causal", type=int, default=1)
+    ap.add_argument("--calls", type=int, default=5)
+    args = ap.parse_args()
+    os.environ.setdefault("FP8ATTN_LIB", str(Path(args.lib).resolve()))
+    g = torch.Generator(device="cuda").manual_seed(1)
+    q = torch.randn((args.b, args.s, args.h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn((args.b, args.s, args.hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn((args.b, args.s, args.hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
+    qz = fc.quantize_per_head(q, k, v)
+    causal = bool(args.causal)
+    if args.method == "fp8attn":
+        fn = fc.kernel_runner(fc.load(args.lib), qz, causal, "fp8attn")
+    else:
+        fa3 = methods.load_fa3()
+        if isinstance(fa3, str):
+            print(f"ncu_vs_fa3: {fa3}")
+            return 1
+        fn = methods._fa3_fp8(fa3, qz, causal)
+    for _ in range(args.calls):
+        fn()
+    torch.cuda.synchronize()
+    print(f"ncu_vs_fa3: {args.method} b{args.b} s{args.s} h{args.h}/{args.hkv} causal={causal}: {args.calls} calls")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
