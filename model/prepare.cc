@@ -182,12 +182,14 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
   opt.v_scale = sc.prepass_v_head ? FP8ATTN_V_SCALE_HEAD : FP8ATTN_V_SCALE_CHANNEL;
   opt.k_scale = sc.prepass_k_head ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
   opt.hadamard_seed = sc.hadamard_seed;
+  opt.centre = sc.prepass_centre;
   if (sc.prepass_v_fp16 && sc.numerics.p_format != Format::FP16) {
     throw std::invalid_argument("prepass_v_fp16 needs P in FP16 (as the kernel: FP8ATTN_P_FP16)");
   }
   const KvCacheHost cache = prepass_kv(contiguous_view(kb, k.b, k.s, k.h, k.d),
                                        contiguous_view(vb, v.b, v.s, v.h, v.d), opt, 0,
-                                       sc.prepass_v_fp16 ? FP8ATTN_VT_FP16 : FP8ATTN_VT_E4M3);
+                                       sc.prepass_v_fp16 ? FP8ATTN_VT_FP16 : FP8ATTN_VT_E4M3,
+                                       sc.prepass_sample);
   const QQuantHost qq = prepass_q(contiguous_view(qb, q.b, q.s, q.h, q.d), cache,
                                   static_cast<fp8attn_q_scale>(opt.q_scale), softmax_scale);
   Prepared p;

@@ -316,6 +316,19 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
     prepass_only(sc.prepass_k_head);
     if (!nm.two_level) nm.block_n = sc.prepass_k_head ? 192 : FP8ATTN_K_SCALE_BLOCK;
   }
+  else if (key == "prepass_centre") {
+    if (!sc.kernel_prepass) bad(spec, key + " applies to fp8attn-kernel schemes");
+    if (val == "mean") sc.prepass_centre = FP8ATTN_CENTRE_MEAN;
+    else if (val == "sample") sc.prepass_centre = FP8ATTN_CENTRE_SAMPLE;
+    else bad(spec, "prepass_centre must be mean or sample, got '" + val + "'");
+  }
+  else if (key == "prepass_sample") {  // strided | block
+    if (val != "strided" && val != "block") bad(spec, "prepass_sample must be strided or block");
+    sc.prepass_sample.strided = val == "strided";
+  }
+  else if (key == "prepass_sample_rows") sc.prepass_sample.rows = std::stoi(val);
+  else if (key == "prepass_sample_skip") sc.prepass_sample.skip = std::stoi(val);
+  else if (key == "prepass_headroom") sc.prepass_sample.headroom = std::stof(val);
   else if (key == "seed") sc.hadamard_seed = std::stoull(val);
   else if (key == "p") {
     if (val == "e4m3hilo") { nm.p_format = Format::E4M3; nm.p_hilo = true; }
@@ -383,6 +396,12 @@ std::string Scheme::summary() const {
     s << "prepass(smooth_k=" << prepass_smooth_k << " smooth_v=" << prepass_smooth_v
       << " hadamard=" << prepass_hadamard << " q=" << (prepass_q_block ? "block" : "token")
       << " k=" << (prepass_k_head ? "head" : "block") << " v=" << (prepass_v_head ? "head" : "channel")
+      << (prepass_centre == FP8ATTN_CENTRE_SAMPLE
+              ? " centre=sample(" + std::string(prepass_sample.strided ? "strided" : "block") +
+                    " rows=" + std::to_string(prepass_sample.rows) + " skip=" +
+                    std::to_string(prepass_sample.skip) + " headroom=" +
+                    std::to_string(prepass_sample.headroom) + ")"
+              : std::string(" centre=mean"))
       << (prepass_v_fp16 ? " vt=fp16" : "")
       << ")";
   } else {
@@ -422,7 +441,9 @@ std::string scheme_help() {
        "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, p (e4m3 e4m3hilo bf16 fp16 fp32), "
        "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
        "acc_bits, acc_chunk, acc_group, acc_round (zero down nearest), acc_c_aligned, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
-       "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head, prepass_v_fp16\n";
+       "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head, prepass_v_fp16,\n"
+         "  prepass_centre (mean|sample), prepass_sample (strided|block), prepass_sample_rows,\n"
+         "  prepass_sample_skip, prepass_headroom\n";
   return h;
 }
 

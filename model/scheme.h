@@ -9,6 +9,7 @@
 
 #include "model/codecs.h"
 #include "model/flash.h"
+#include "model/prepass.h"
 
 namespace fp8attn::model {
 
@@ -53,6 +54,9 @@ struct Scheme {
   bool kernel_prepass = false;
   bool prepass_smooth_k = true, prepass_smooth_v = true, prepass_hadamard = false;
   bool prepass_q_block = false, prepass_v_head = false, prepass_k_head = false;
+  // fp8attn_centre (FP8ATTN_CENTRE_SAMPLE: the one-pass pre-pass) and, for the study, its sample.
+  int prepass_centre = FP8ATTN_CENTRE_MEAN;
+  SampleSpec prepass_sample;
   // V^T in FP16 (FP8ATTN_VT_FP16: the same scaled values, rounded to FP16 instead of E4M3);
   // only with FP16 P (numerics.p_format FP16), as the kernel.
   bool prepass_v_fp16 = false;

@@ -19,6 +19,7 @@
 namespace {
 using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
+using fp8attn::attn::short_tiles;
 
 struct Case {
   fp8attn_kv_cache cache;
