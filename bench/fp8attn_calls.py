@@ -5,6 +5,7 @@ public binding (python/fp8attn: capi for the C ABI, ops.make_params for the kern
   lib = load(path)
   qz = quantize_per_head(q, k, v)                 # FA3-like per (batch, kv head) E4M3 inputs
   run = kernel_runner(lib, qz, causal, mode)      # no-argument launch, marshalled up front
+  run = params_runner(lib, params, keep)          # the same for parameters built elsewhere
   o, lse = kernel_call(lib, qz, causal, mode, softmax_scale=None)   # None: 1/sqrt(d)
   qv = with_fp16_v(qz, v)                         # the accurate mode's per-head inputs: qz's Q, K
                                                   # and descales, V^T = V / v_descale in FP16
@@ -69,6 +70,20 @@ def _launch(lib: Lib, params) -> None:
     lib.c.check(lib.c.fp8attn_attention_fwd(ctypes.byref(params), _stream()), "kernel")
 
 
+def params_runner(lib: Lib, params, keep):
+    """Launches once (raising with the library's message if refused), then returns a no-argument
+    callable that launches again; `keep` holds everything the launch points at."""
+    _launch(lib, params)
+    fwd, ref, stream = lib.c.fp8attn_attention_fwd, ctypes.byref(params), _stream()
+
+    def run():
+        status = fwd(ref, stream)
+        if status != 0:
+            lib.c.check(status, "kernel")
+    run.keep = keep
+    return run
+
+
 def kernel_runner(lib: Lib, qz, causal: bool, mode: str):
     """A no-argument callable launching the kernel on qz's tensors; the arguments are marshalled
     and checked (one launch) here, outside any timing."""
@@ -77,15 +92,7 @@ def kernel_runner(lib: Lib, qz, causal: bool, mode: str):
     lse = torch.empty((b, h, sq), dtype=torch.float32, device="cuda")
     params, keep = ops.make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale, qz.k_descale,
                                    qz.v_descale, causal=causal, p_precision=lib.mode(mode))
-    _launch(lib, params)  # raises with the library's message if refused
-    fwd, ref, stream = lib.c.fp8attn_attention_fwd, ctypes.byref(params), _stream()
-
-    def run():
-        status = fwd(ref, stream)
-        if status != 0:
-            lib.c.check(status, "kernel")
-    run.keep = (params, keep, out, lse, qz)  # everything the launch points at
-    return run
+    return params_runner(lib, params, (params, keep, out, lse, qz))
 
 
 def kernel_call(lib: Lib, qz, causal: bool, mode: str, softmax_scale: float | None = None):
@@ -138,14 +145,7 @@ def accurate_runner(lib: Lib, qv: PerHeadV16, causal: bool, softmax_scale: float
                                    qv.v_descale, softmax_scale=softmax_scale, causal=causal,
                                    p_precision=lib.mode(ACCURATE), seqlen_k=qv.k8.shape[1])
     params.vt_dtype = lib.vt_dtype(ACCURATE)
-    _launch(lib, params)  # raises with the library's message if refused
-    fwd, ref, stream = lib.c.fp8attn_attention_fwd, ctypes.byref(params), _stream()
-
-    def run():
-        status = fwd(ref, stream)
-        if status != 0:
-            lib.c.check(status, "kernel")
-    run.keep = (params, keep, out, lse, qv)
+    run = params_runner(lib, params, (params, keep, out, lse, qv))
     run.out = out, lse
     return run
 

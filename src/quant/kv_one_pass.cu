@@ -90,16 +90,7 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   for (int r = 0; r < kMaxRows; ++r) {
     const bool valid = r * kSlots + slot < n;
     float v[kValues];
-#pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) {
-      if constexpr (kRotate) {
-        uint32_t mask[4];
-        sign_masks_here<kL>(signs, lane, hi, mask);
-        bf16x8_to_float_signed(raw[r][hi], mask, &v[8 * hi]);
-      } else {
-        bf16x8_to_float(raw[r][hi], &v[8 * hi]);
-      }
-    }
+    decode_runs<kL, kChunks, kRotate>(raw[r], signs, lane, v);
     if constexpr (kRotate) hadamard_lanes<kL>(v, lane);
     if (valid) {
 #pragma unroll

@@ -361,14 +361,7 @@ bool mirror_as_kernel() {
   }
   DeviceRun run(p);
   const fp8attn_fwd_params a = run.params();
-  const fp8attn_status st = fp8attn_attention_fwd(&a, nullptr);
-  if (st != FP8ATTN_SUCCESS)
-    return ::testing::AssertionFailure() << "status " << st << ": " << fp8attn_last_error();
-  const cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) return ::testing::AssertionFailure() << "kernel: " << cudaGetErrorString(e);
-  std::string why;
-  if (!run.download(out, why)) return ::testing::AssertionFailure() << why;
-  return ::testing::AssertionSuccess();
+  return launch_and_download(run, a, out);
 }
 
 #define REQUIRE_DEVICE_OR_MIRROR()          \

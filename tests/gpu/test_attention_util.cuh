@@ -551,4 +551,16 @@ class DeviceRun {
   size_t o_bytes_ = 0, lse_bytes_ = 0;
 };
 
+// Launches the kernel on `a` (parameters of `run`'s buffers), waits, and downloads the outputs.
+inline ::testing::AssertionResult launch_and_download(DeviceRun& run, const fp8attn_fwd_params& a, Output& out) {
+  const fp8attn_status st = fp8attn_attention_fwd(&a, nullptr);
+  if (st != FP8ATTN_SUCCESS)
+    return ::testing::AssertionFailure() << "status " << st << ": " << fp8attn_last_error();
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return ::testing::AssertionFailure() << "kernel: " << cudaGetErrorString(e);
+  std::string why;
+  if (!run.download(out, why)) return ::testing::AssertionFailure() << why;
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace fp8attn::test

@@ -25,14 +25,7 @@ namespace {
     a.vt = run.upload(*vt16_values);
     a.vt_dtype = FP8ATTN_VT_FP16;
   }
-  const fp8attn_status st = fp8attn_attention_fwd(&a, nullptr);
-  if (st != FP8ATTN_SUCCESS)
-    return ::testing::AssertionFailure() << "status " << st << ": " << fp8attn_last_error();
-  const cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) return ::testing::AssertionFailure() << "kernel: " << cudaGetErrorString(e);
-  std::string why;
-  if (!run.download(out, why)) return ::testing::AssertionFailure() << why;
-  return ::testing::AssertionSuccess();
+  return launch_and_download(run, a, out);
 }
 
 class VtFp16 : public ::testing::TestWithParam<Shape> {};
