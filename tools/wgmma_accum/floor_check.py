@@ -180,16 +180,19 @@ def main(argv=None) -> int:
              f"Written by `{prov['command']}` at {prov['commit'][:12]} on {prov['machine']}, {prov['date']}; "
              f"GPU records from `{args.gpu}` (method {args.method}, reference floor); pack `{args.pack}`.", "",
              "exact: descale = fp32(amax / 448); torch: descale = fp32(amax * fp32(1/448)), as torch "
-             "runs `amax / 448.0` on a CUDA tensor. V descale and ties (share of V / descale exactly on an E4M3 "
-             "midpoint) of batch 0, KV head 0.", "",
-             "| dataset | causal | GPU floor | exact | exact / GPU | torch | torch / GPU | V descale exact / torch | V ties exact / torch |",
+             "runs `amax / 448.0` on a CUDA tensor. Ties: share of x / descale exactly on an "
+             "E4M3 midpoint (batch 0, KV head 0).", "",
+             "| dataset | causal | GPU floor | exact | exact / GPU | torch | torch / GPU | ties under exact (Q, K, V) | descale exact / torch of the most tied |",
              "|---|---|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         s = r["scales"]
+        most = max("qkv", key=lambda n: s["exact"][n]["ties"])
+        ties = ", ".join(f"{s['exact'][n]['ties']:.4f}" for n in "qkv")
         lines.append(f"| {r['dataset']} | {'yes' if r['causal'] else 'no'} | {fmt(r['gpu_floor'])} | "
                      f"{fmt(r['exact_floor'])} | {fmt(r['exact_ratio'])} | {fmt(r['torch_floor'])} | "
-                     f"{fmt(r['torch_ratio'])} | {s['exact']['v']['descale']} / {s['torch']['v']['descale']} | "
-                     f"{s['exact']['v']['ties']:.4f} / {s['torch']['v']['ties']:.4f} |")
+                     f"{fmt(r['torch_ratio'])} | "
+                     f"{ties} | "
+                     f"{most}: {s['exact'][most]['descale']} / {s['torch'][most]['descale']} |")
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}.json/.md")
     return 0
