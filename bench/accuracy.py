@@ -8,8 +8,11 @@ References (docs: ../shared/docs/NUMERICS.md):
                end_to_end reference, i.e. the error of a perfect kernel fed the same rounded
                inputs and writing BF16 output (for BF16 methods: the output rounding alone).
 Inputs (the record's `inputs`): per_head = E4M3 with per (batch, kv head) amax/448 scales, the
-same tensors for fp8attn and fa3_fp8; prepass = the library's own pre-pass outputs (methods named
-<mode>@prepass; fp8attn_end_to_end is the library's whole BF16-in call); bf16 = the data itself.
+same tensors for fp8attn and fa3_fp8; per_head_v16 = the same Q and K with V in FP16 at V's
+per-head scale (fp8attn_accurate); prepass = the library's own pre-pass outputs (methods named
+<mode>@prepass; fp8attn_end_to_end is the library's whole BF16-in call); prepass_v16 = the same
+with the KV cache's V^T in FP16 (fp8attn_accurate@prepass, fp8attn_accurate_end_to_end); bf16 =
+the data itself.
 Errors are over the whole output tensor: rmse, max_abs, rel_rmse = rmse / rms(reference).
 A non-finite output gives null figures (and never a pass).
 Softmax scale: a dataset may carry its own (a capture pack's `softmax_scale` metadata: a head-dim-64
@@ -150,12 +153,20 @@ def add_o_bias(o, o_bias):
     return o + o_bias.repeat_interleave(group, dim=1)[:, None]
 
 
+# kind -> the record's `inputs`
+INPUTS = {"fp8": "per_head", "fp8_v16": "per_head_v16", "prepass": "prepass",
+          "prepass_v16": "prepass_v16", "e2e": "prepass", "e2e_v16": "prepass_v16"}
+
+
 def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, notes: list,
-                prepass=None, ops=None, softmax_scale: float | None = None) -> tuple[list, list]:
+                prepass=None, ops=None, softmax_scale: float | None = None,
+                quantize_v16=None) -> tuple[list, list]:
     """Errors of every method on one dataset. `methods` maps a method name to (kind, fn):
-    'fp8' fn(qz, causal, scale) -> (o, lse or None) on quantize(q, k, v); 'prepass'
-    fn(pp, causal) -> (o, lse) on pp = prepass(q, k, v, scale), which holds the scale it was
-    made with; 'bf16' and 'e2e' fn(q, k, v, causal, scale) -> o. `scale` is `softmax_scale`
+    'fp8' fn(qz, causal, scale) -> (o, lse or None) on qz = quantize(q, k, v); 'fp8_v16' the
+    same on quantize_v16(qz, v) (qz's Q and K, V in FP16); 'prepass' fn(pp, causal) -> (o, lse)
+    on pp = prepass(q, k, v, scale), which holds the scale it was made with; 'prepass_v16' the
+    same on prepass(q, k, v, scale, vt16=True); 'bf16', 'e2e' and 'e2e_v16' fn(q, k, v, causal,
+    scale) -> o ('e2e*' kernel-only against the matching pre-pass's inputs). `scale` is `softmax_scale`
     (None: 1/sqrt(d)), the same for every method and every reference. `ops` holds
     exact_attention, error_metrics, lse_max_abs, round_bf16, add_o_bias (this module by default;
     the dry run's numpy stand-ins otherwise). Returns (accuracy records, lse records)."""
@@ -171,16 +182,25 @@ def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, note
             cache["per_head"] = (qz, *ops.exact_attention(*qz.dequantized(), causal, softmax_scale=scale))
         return cache["per_head"]
 
-    def own():
-        if "prepass" not in cache:
-            pp = prepass(q, k, v, scale)
+    def per_head_v16():
+        if "per_head_v16" not in cache:
+            if quantize_v16 is None:
+                raise RuntimeError("no quantize_v16 given: the FP16-V per-head inputs cannot be made")
+            qv = quantize_v16(per_head()[0], v)
+            cache["per_head_v16"] = (qv, *ops.exact_attention(*qv.dequantized(), causal, softmax_scale=scale))
+        return cache["per_head_v16"]
+
+    def own(vt16: bool = False):
+        key = "prepass_v16" if vt16 else "prepass"
+        if key not in cache:
+            pp = prepass(q, k, v, scale, vt16=True) if vt16 else prepass(q, k, v, scale)
             dq, dk, dv, pp_scale, o_bias = pp.dequantized()
             want = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
             if not math.isclose(pp_scale, want, rel_tol=1e-6):  # FP32 in the library
                 raise RuntimeError(f"the pre-pass kept softmax_scale {pp_scale}, not the dataset's {want}")
             o, lse = ops.exact_attention(dq, dk, dv, causal, softmax_scale=pp_scale)
-            cache["prepass"] = (pp, ops.add_o_bias(o, o_bias))
-        return cache["prepass"]
+            cache[key] = (pp, ops.add_o_bias(o, o_bias))
+        return cache[key]
 
     records, lse_records = [], []
 
@@ -192,10 +212,10 @@ def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, note
             f"rmse={_fmt(rec['rmse'])} max_abs={_fmt(rec['max_abs'])} rel_rmse={_fmt(rec['rel_rmse'])}")
 
     for method, (kind, fn) in methods.items():
-        inputs = {"fp8": "per_head", "prepass": "prepass", "e2e": "prepass"}.get(kind, "bf16")
+        inputs = INPUTS.get(kind, "bf16")
         try:
-            if kind == "fp8":
-                qz, deq_o, deq_lse = per_head()
+            if kind in ("fp8", "fp8_v16"):
+                qz, deq_o, deq_lse = per_head() if kind == "fp8" else per_head_v16()
                 o, lse = fn(qz, causal, scale)
                 add(method, inputs, "end_to_end", o, ref_o)
                 add(method, inputs, "kernel_only", o, deq_o)
@@ -204,16 +224,16 @@ def run_dataset(name: str, qkv, causal: bool, methods: dict, quantize, log, note
                     lse_records.append({"dataset": name, "causal": causal, "method": method,
                                         "reference": "kernel_only", "softmax_scale": scale,
                                         "lse_max_abs": ops.lse_max_abs(lse, deq_lse)})
-            elif kind == "prepass":
-                pp, pp_o = own()
+            elif kind in ("prepass", "prepass_v16"):
+                pp, pp_o = own(kind == "prepass_v16")
                 o, _ = fn(pp, causal)
                 add(method, inputs, "end_to_end", o, ref_o)
                 add(method, inputs, "kernel_only", o, pp_o)
                 add(method, inputs, "floor", ops.round_bf16(pp_o), ref_o)
-            elif kind == "e2e":
+            elif kind in ("e2e", "e2e_v16"):
                 o = fn(q, k, v, causal, scale)
                 add(method, inputs, "end_to_end", o, ref_o)
-                add(method, inputs, "kernel_only", o, own()[1])
+                add(method, inputs, "kernel_only", o, own(kind == "e2e_v16")[1])
             else:
                 o = fn(q, k, v, causal, scale)
                 add(method, inputs, "end_to_end", o, ref_o)

@@ -6,7 +6,8 @@ stand-ins (bench/dry_backend.py). Both give the harness the same few calls:
   speed_runners(names, shape, sets, fa3, notes) -> name -> callable | reason;  qkv_gemm(shape)
   synthetic(kind, b, s, h, h_kv, d, seed)
   captures(folder, notes) -> [(name, (q, k, v), softmax_scale or None)]
-  accuracy_methods(fa3, notes), quantize, prepass(q, k, v, softmax_scale), ops (accuracy's math)
+  accuracy_methods(fa3, notes), quantize, quantize_v16(qz, v) (qz's Q, K with V in FP16),
+  prepass(q, k, v, softmax_scale, vt16=False), ops (accuracy's math)
 """
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ class Gpu:
         self.versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}"
         self.ops = accuracy
         self.quantize = fp8attn_calls.quantize_per_head
-        self.prepass = lambda q, k, v, scale=None: fp8attn_calls.prepass(self.lib, q, k, v, scale)
+        self.quantize_v16 = fp8attn_calls.with_fp16_v
+        self.prepass = lambda q, k, v, scale=None, vt16=False: fp8attn_calls.prepass(
+            self.lib, q, k, v, scale, vt16)
 
     def torch_clocks(self) -> dict:
         try:
@@ -83,6 +86,7 @@ class Dry:
         self.versions = f"numpy {numpy.__version__} (DRY RUN: no torch, no kernel)"
         self.ops = dry_backend
         self.quantize = dry_backend.Quantized
+        self.quantize_v16 = dry_backend.with_fp16_v
         self.prepass = dry_backend.Prepass
 
     def torch_clocks(self):

@@ -4,8 +4,9 @@ plots. Every figure they give is meaningless and every output says DRY RUN.
 
 Stand-ins: E4M3 and BF16 rounding by bit arithmetic; 'fp8attn' modes and 'fa3_fp8' = exact
 attention on the dequantized inputs with P rounded to E4M3 (or FP16, or hi+lo), output to BF16;
-BF16 methods = exact attention on the BF16 data; the pre-pass = K and V mean-smoothed, Q scaled
-per token. Timing is wall clock (bench/speed.py picks it without CUDA). Every accuracy stand-in
+'fp8attn_accurate' = the same with FP16 P on V rounded to FP16 at V's per-head scale (Q, K as
+the others'); BF16 methods = exact attention on the BF16 data; the pre-pass = K and V
+mean-smoothed, Q scaled per token, V in E4M3 or (vt16) FP16. Timing is wall clock (bench/speed.py picks it without CUDA). Every accuracy stand-in
 takes the dataset's softmax scale as the GPU methods do; captures are read with
 tools/capture/st_io.py (no torch) and cut to their first DRY_CAPTURE_TOKENS tokens.
 """
@@ -27,6 +28,10 @@ def e4m3(x):
     e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
     step = np.exp2(np.maximum(e, -6) - 3)
     return np.round(x / step) * step
+
+
+def fp16(x):
+    return np.asarray(x, dtype=np.float64).astype(np.float16).astype(np.float64)
 
 
 def bf16(x):
@@ -57,21 +62,47 @@ class Quantized:
                 self.v8 * self.v_descale[:, None, :, None])
 
 
-class Prepass:
-    """K and V mean-smoothed per (batch, kv head, channel), Q per token, E4M3."""
+class QuantizedV16:
+    """As bench/fp8attn_calls.PerHeadV16: qz's Q and K, V in FP16 at qz's per-head V scale."""
 
-    def __init__(self, q, k, v, softmax_scale=None):
+    def __init__(self, qz, v):
+        self.qz = qz
+        self.v16 = fp16(v / qz.v_descale[:, None, :, None])
+
+    def __getattr__(self, name):
+        if name == "qz":
+            raise AttributeError(name)
+        return getattr(self.qz, name)
+
+    def dequantized(self):
+        q, k, _ = self.qz.dequantized()
+        return q, k, self.v16 * self.qz.v_descale[:, None, :, None]
+
+
+def with_fp16_v(qz, v):
+    return QuantizedV16(qz, v)
+
+
+class Prepass:
+    """K and V mean-smoothed per (batch, kv head, channel), Q per token, E4M3; vt16: V in FP16
+    (the accurate mode's cache), which only fp8attn_accurate reads, as in the library."""
+
+    def __init__(self, q, k, v, softmax_scale=None, vt16=False):
         self.k_mean, self.v_mean = k.mean(axis=1), v.mean(axis=1)   # (b, h_kv, d)
         ks, vs = k - self.k_mean[:, None], v - self.v_mean[:, None]
         self.qs = np.where(np.abs(q).max(-1, keepdims=True) > 0, np.abs(q).max(-1, keepdims=True) / E4M3_MAX, 1)
-        self.deq = (e4m3(q / self.qs) * self.qs, Quantized(q, ks, vs).dequantized()[1],
-                    Quantized(q, ks, vs).dequantized()[2])
+        qz = Quantized(q, ks, vs)
+        self.vt16 = bool(vt16)
+        v_deq = with_fp16_v(qz, vs).dequantized()[2] if vt16 else qz.dequantized()[2]
+        self.deq = (e4m3(q / self.qs) * self.qs, qz.dequantized()[1], v_deq)
         self.scale = 1 / math.sqrt(q.shape[3]) if softmax_scale is None else softmax_scale
 
     def dequantized(self):
         return (*self.deq, self.scale, self.v_mean)
 
     def run(self, causal, mode):
+        if (mode in VT16_MODES) != self.vt16:
+            raise ValueError(f"{mode} and this pre-pass's V^T ({'FP16' if self.vt16 else 'E4M3'}) disagree")
         o, lse = exact_attention(*self.deq, causal, softmax_scale=self.scale, p_round=P_ROUND[mode])
         return bf16(add_o_bias(o, self.v_mean)), lse
 
@@ -100,7 +131,9 @@ def exact_attention(q, k, v, causal, softmax_scale=None, p_round=None):
 
 
 P_ROUND = {"fp8attn": e4m3, "fp8attn_p_hilo": lambda p: e4m3(p) + e4m3(p - e4m3(p)),
-           "fp8attn_p_fp16": lambda p: p.astype(np.float16).astype(np.float64), "fa3_fp8": e4m3}
+           "fp8attn_p_fp16": fp16, "fa3_fp8": e4m3, "fp8attn_accurate": fp16}
+VT16_MODES = ("fp8attn_accurate",)
+E4M3_V_MODES = ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16")
 
 
 def error_metrics(out, ref):
@@ -153,13 +186,18 @@ def speed_runners(names, shape, sets, fa3, notes):
             out[name] = "ValueError: SDPA's is_causal is top-left aligned; FA3 and fp8attn are bottom-right"
             continue
         inp = sets[0]
-        if name in P_ROUND:
+        rnd = P_ROUND.get(name)
+        if name in VT16_MODES:
+            args = with_fp16_v(inp["quantized"], inp["bf16"][2]).dequantized()
+        elif name in P_ROUND:
             args = inp["quantized"].dequantized()
         elif name == "fp8attn_end_to_end":
             args = Prepass(*inp["bf16"]).deq
+        elif name == "fp8attn_accurate_end_to_end":
+            args, rnd = Prepass(*inp["bf16"], vt16=True).deq, fp16
         else:
             args = inp["bf16"]
-        out[name] = (lambda a=args, r=P_ROUND.get(name): exact_attention(*a, shape.causal, p_round=r))
+        out[name] = (lambda a=args, r=rnd: exact_attention(*a, shape.causal, p_round=r))
     return out
 
 
@@ -195,7 +233,8 @@ def accuracy_methods(fa3):
 
     def bf16_method(qz_free=None):
         return ("bf16", lambda q, k, v, c, sc: bf16(exact_attention(q, k, v, c, softmax_scale=sc)[0]))
-    m = {mode: fp8(mode) for mode in ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16")}
+    m = {mode: fp8(mode) for mode in E4M3_V_MODES}
+    m["fp8attn_accurate"] = ("fp8_v16", fp8("fp8attn_accurate")[1])
     m["fa3_fp8"] = fp8("fa3_fp8")
     m["fa3_bf16"] = bf16_method()
     if isinstance(fa3, str):
@@ -203,9 +242,12 @@ def accuracy_methods(fa3):
             raise RuntimeError(fa3)
         m["fa3_fp8"], m["fa3_bf16"] = ("fp8", fail), ("bf16", fail)
     m["sdpa_cudnn_bf16"] = bf16_method()
-    for mode in ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16"):
+    for mode in E4M3_V_MODES:
         m[f"{mode}@prepass"] = ("prepass", lambda pp, c, mode=mode: pp.run(c, mode))
+    m["fp8attn_accurate@prepass"] = ("prepass_v16", lambda pp, c: pp.run(c, "fp8attn_accurate"))
     m["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c, sc: Prepass(q, k, v, sc).run(c, "fp8attn")[0])
+    m["fp8attn_accurate_end_to_end"] = ("e2e_v16", lambda q, k, v, c, sc: Prepass(
+        q, k, v, sc, vt16=True).run(c, "fp8attn_accurate")[0])
     return m
 
 

@@ -35,12 +35,17 @@ import sweep  # noqa: E402
 T0 = time.time()
 KERNEL_PEERS = ("fa3_fp8", "fa3_bf16", "sdpa_cudnn_bf16")
 SEED_MODES = ("fp8attn_p_hilo", "fp8attn_p_fp16")
-# Guesses for the time estimate only (TFLOP/s on the H200, from issues 13, 14 and 17).
+# The accurate mode (FP16 P on FP16 V^T, issue 14): head to head with FA3 FP8 and FA3 BF16 at the
+# seed and the short row; its BF16-in call with FA3 BF16 at the seed.
+ACCURATE, E2E_ACCURATE = "fp8attn_accurate", "fp8attn_accurate_end_to_end"
+# Guesses for the time estimate only (TFLOP/s on the H200, from issues 13, 14 and 17; the
+# accurate mode's from lab/results/probe/2026-12-01-h200-310618d-accurate-v16-ab.json).
 GUESS_TFLOPS = {"fp8attn": 800, "fp8attn_p_hilo": 450, "fp8attn_p_fp16": 520,
-                "fp8attn_end_to_end": 600, "fa3_fp8": 850, "fa3_bf16": 700,
-                "sdpa_cudnn_bf16": 560, "gemm": 650}
+                "fp8attn_end_to_end": 600, ACCURATE: 580, E2E_ACCURATE: 450, "fa3_fp8": 850,
+                "fa3_bf16": 700, "sdpa_cudnn_bf16": 560, "gemm": 650}
 WARMUP = 5
 SEED_ROW = list(sweep.SEED)  # the first row of the sweep run (tiny in a dry run)
+SHORT_ROW = list(sweep.SHORT)  # sweep.DRY_SHORT in a dry run
 
 
 def log(msg: str) -> None:
@@ -102,8 +107,13 @@ def pairings(shape) -> list[tuple[str, str, str]]:
     """(method, peer, protocol) timed at one shape."""
     out = [("fp8attn", peer, p) for peer in KERNEL_PEERS for p in speed.PROTOCOLS]
     out += [("fp8attn_end_to_end", "fa3_bf16", p) for p in speed.PROTOCOLS]
-    if sweep.is_seed(shape, tuple(SEED_ROW)):
+    seed = sweep.is_seed(shape, tuple(SEED_ROW))
+    if seed:
         out += [(mode, "fa3_fp8", "head_to_head") for mode in SEED_MODES]
+    if seed or sweep.is_seed(shape, tuple(SHORT_ROW)):
+        out += [(ACCURATE, peer, "head_to_head") for peer in ("fa3_fp8", "fa3_bf16")]
+    if seed:
+        out.append((E2E_ACCURATE, "fa3_bf16", "head_to_head"))
     return out
 
 
@@ -182,7 +192,8 @@ def run_accuracy(args, backend, fa3, notes) -> tuple[list, list]:
             try:
                 a, l = accuracy.run_dataset(name, qkv, causal, acc_methods, backend.quantize,
                                             lambda m: None, notes, prepass=backend.prepass,
-                                            ops=backend.ops, softmax_scale=scale)
+                                            ops=backend.ops, softmax_scale=scale,
+                                            quantize_v16=backend.quantize_v16)
                 acc += a
                 lse += l
                 worst = [r["method"] for r in a if r["rmse"] is None]
@@ -238,6 +249,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--attach", action="append", default=[], metavar="NAME=PATH",
                     help="a JSON file from another GPU stage, stored under attached.NAME")
+    ap.add_argument("--speed-from", metavar="PATH",
+                    help="take the speed records (and their clocks) from this results JSON of the same "
+                         "commit, written by an earlier call of the same GPU session, instead of timing")
     ap.add_argument("--without-fa3", action="store_true", help="record FA3 as not run")
     ap.add_argument("--plan", action="store_true", help="print the plan and estimate, run nothing")
     ap.add_argument("--dry-run", action="store_true", help="no GPU, no torch: numpy stand-ins")
@@ -250,6 +264,7 @@ def main() -> int:
     rows = sweep.DRY_ROWS if args.dry_run else (sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS)
     shapes = sweep.sweep(rows)
     SEED_ROW[:] = rows[0]
+    SHORT_ROW[:] = sweep.DRY_SHORT if args.dry_run else sweep.SHORT
     est = estimate_s(sweep.sweep(sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS),
                      args.runs, args.block)
     log(f"plan: parts {parts}; {len(shapes)} speed shapes, pairings per shape "
@@ -293,6 +308,18 @@ def main() -> int:
         res["harness_seconds"] = round(time.time() - T0, 1)
         return report.write_all(Path(args.out), stem, res)
 
+    if args.speed_from:
+        prev = json.loads(Path(args.speed_from).read_text())
+        if prev.get("commit") != res["commit"] or prev.get("gpu") != res["gpu"]:
+            raise SystemExit(f"--speed-from {args.speed_from}: commit/gpu {prev.get('commit')}/{prev.get('gpu')} "
+                             f"differ from this run's {res['commit']}/{res['gpu']}")
+        res["speed"] = prev["speed"]
+        res["speed_protocol"] = prev.get("speed_protocol", res["speed_protocol"])
+        clocks["speed_call"] = prev.get("clocks", {})
+        res["parts"] = sorted(set(parts) | set(prev.get("parts", [])))
+        notes.append(f"speed records from {Path(args.speed_from).name} (date {prev.get('date')}), an earlier "
+                     "call of this GPU session on the same commit: the carry limit keeps FA3's wheel and the "
+                     "capture pack out of one call")
     if "speed" in parts:
         log(f"speed: {len(shapes)} shapes")
         res["speed"] = run_speed(args, shapes, backend, fa3, notes)

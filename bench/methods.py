@@ -1,6 +1,10 @@
 """The methods the harness times and measures, all on the same data:
-  fp8attn, fp8attn_p_hilo, fp8attn_p_fp16   the kernel per P precision (bench/fp8attn_calls.py)
+  fp8attn, fp8attn_p_hilo, fp8attn_p_fp16   the kernel per P precision on E4M3 V^T
+                                            (bench/fp8attn_calls.py)
+  fp8attn_accurate                          FP16 P on FP16 V^T (V / v_descale in FP16, the
+                                            per-head Q, K of the others)
   fp8attn_end_to_end                        BF16 in: the library's pre-pass + kernel
+  fp8attn_accurate_end_to_end               the same with FP16 P (the pre-pass writes FP16 V^T)
   fa3_fp8, fa3_bf16                         FlashAttention-3 (PyPI fa3-fwd==0.0.3, module
                                             fa3_fwd_interface), E4M3 on fp8attn's own per
                                             (batch, kv head) quantized inputs, and BF16
@@ -19,6 +23,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 SDPA_METHODS = {"sdpa_cudnn_bf16": SDPBackend.CUDNN_ATTENTION,
                 "sdpa_flash_bf16": SDPBackend.FLASH_ATTENTION}
 FA3_PIN = "fa3-fwd==0.0.3"
+E2E_ACCURATE = "fp8attn_accurate_end_to_end"
 
 
 def load_fa3():
@@ -100,8 +105,12 @@ def speed_runners(names, shape, sets: list, lib, fa3, notes: list) -> dict:
         qz = inp["quantized"]
         if name in fc.MODES:
             return fc.kernel_runner(lib, qz, c, name)
+        if name == fc.ACCURATE:
+            return fc.accurate_runner(lib, fc.with_fp16_v(qz, v), c)
         if name == "fp8attn_end_to_end":
             return fc.end_to_end_runner(lib, q, k, v, c)
+        if name == E2E_ACCURATE:
+            return fc.end_to_end_runner(lib, q, k, v, c, mode=fc.ACCURATE)
         if name in ("fa3_fp8", "fa3_bf16"):
             if isinstance(fa3, str):
                 raise RuntimeError(fa3)
@@ -141,13 +150,17 @@ def accuracy_methods(lib, notes: list, fa3=None) -> dict:
     """name -> (kind, fn) as bench.accuracy.run_dataset takes them, each given the dataset's
     softmax scale `s` (None: 1/sqrt(d)):
     'fp8' fn(qz, causal, s) -> (o, lse or None) on per-(batch, kv head) quantized inputs;
+    'fp8_v16' the same on those inputs with V in FP16 (fp8attn_calls.with_fp16_v);
     'prepass' fn(pp, causal) -> (o, lse) on the library's pre-pass outputs (made with s);
-    'bf16' fn(q, k, v, causal, s) -> o on the BF16 data; 'e2e' the same, through the pre-pass."""
+    'prepass_v16' the same on the pre-pass's outputs with an FP16 V^T cache;
+    'bf16' fn(q, k, v, causal, s) -> o on the BF16 data; 'e2e' the same, through the pre-pass
+    ('e2e_v16': with FP16 P, whose pre-pass writes FP16 V^T)."""
     methods = {}
     if lib is not None:
         import fp8attn_calls as fc
         for mode in fc.MODES:
             methods[mode] = ("fp8", lambda qz, c, s, m=mode: fc.kernel_call(lib, qz, c, m, s))
+        methods[fc.ACCURATE] = ("fp8_v16", lambda qv, c, s: fc.accurate_call(lib, qv, c, s))
     if fa3 is not None:
         methods["fa3_fp8"] = ("fp8", (lambda qz, c, s: (_out(_fa3_fp8(fa3, qz, c, s)()), None))
                               if not isinstance(fa3, str) else _raiser(fa3))
@@ -159,8 +172,11 @@ def accuracy_methods(lib, notes: list, fa3=None) -> dict:
     if lib is not None:
         for mode in fc.MODES:
             methods[f"{mode}@prepass"] = ("prepass", lambda pp, c, m=mode: pp.run(c, m))
+        methods[f"{fc.ACCURATE}@prepass"] = ("prepass_v16", lambda pp, c: pp.run(c, fc.ACCURATE))
         methods["fp8attn_end_to_end"] = ("e2e", lambda q, k, v, c, s: fc.end_to_end_call(
             lib, q, k, v, c, s)[0])
+        methods[E2E_ACCURATE] = ("e2e_v16", lambda q, k, v, c, s: fc.end_to_end_call(
+            lib, q, k, v, c, s, mode=fc.ACCURATE)[0])
     return methods
 
 

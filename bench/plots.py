@@ -9,15 +9,22 @@ import report
 
 SPEED_LINES = [("fp8attn", "fp8attn", "fa3_fp8"), ("FA3 FP8", "fa3_fp8", "fp8attn"),
                ("FA3 BF16", "fa3_bf16", "fp8attn"), ("SDPA cuDNN BF16", "sdpa_cudnn_bf16", "fp8attn"),
-               ("fp8attn end to end (BF16 in)", "fp8attn_end_to_end", "fa3_bf16")]
+               ("fp8attn end to end (BF16 in)", "fp8attn_end_to_end", "fa3_bf16"),
+               ("fp8attn accurate (FP16 V^T; seed and short rows)", report.ACCURATE, "fa3_fp8")]
 # (label, method whose speed, its pairing peer, accuracy method, reference, marker)
 TRADEOFF_POINTS = [
     ("fp8attn (E4M3 P), per-head inputs", "fp8attn", "fa3_fp8", "fp8attn", "kernel_only", "o"),
     ("fp8attn (E4M3 P), own inputs", "fp8attn", "fa3_fp8", "fp8attn@prepass", "kernel_only", "s"),
     ("P hi+lo, own inputs", "fp8attn_p_hilo", "fa3_fp8", "fp8attn_p_hilo@prepass", "kernel_only", "^"),
-    ("FP16 P, own inputs", "fp8attn_p_fp16", "fa3_fp8", "fp8attn_p_fp16@prepass", "kernel_only", "v"),
+    ("FP16 P on E4M3 V (converter), own inputs", "fp8attn_p_fp16", "fa3_fp8", "fp8attn_p_fp16@prepass",
+     "kernel_only", "v"),
+    ("accurate (FP16 P, FP16 V^T), own inputs", report.ACCURATE, "fa3_fp8",
+     f"{report.ACCURATE}@prepass", "kernel_only", "h"),
+    ("accurate, per-head Q K + FP16 V", report.ACCURATE, "fa3_fp8", report.ACCURATE, "kernel_only", "H"),
     ("FA3 FP8, per-head inputs", "fa3_fp8", "fp8attn", "fa3_fp8", "kernel_only", "D"),
     ("fp8attn end to end (BF16 in)", "fp8attn_end_to_end", "fa3_bf16", "fp8attn_end_to_end", "end_to_end", "P"),
+    ("accurate end to end (BF16 in)", report.E2E_ACCURATE, "fa3_bf16", report.E2E_ACCURATE,
+     "end_to_end", "p"),
     ("FA3 BF16 end to end", "fa3_bf16", "fp8attn", "fa3_bf16", "end_to_end", "*"),
     ("SDPA cuDNN BF16 end to end", "sdpa_cudnn_bf16", "fp8attn", "sdpa_cudnn_bf16", "end_to_end", "X")]
 
@@ -78,13 +85,13 @@ def tradeoff_png(path: Path, res: dict, title: str) -> bool:
                 err = report.acc_ratio(ix, ds, causal, am, ref)
                 if not rec or not rec.get("tflops_median") or err is None:
                     continue
-                color = f"C{i}"
+                color = plt.get_cmap("tab10" if len(TRADEOFF_POINTS) <= 10 else "tab20")(i)
                 ax.scatter(rec["tflops_median"], err, marker=marker, s=46,
                            facecolors=color if fill else "none", edgecolors=color,
                            label=f"{label}" if not causal else None)
                 drawn = True
         ax.set_yscale("log")
-        ax.axhline(2.0, color="grey", lw=0.8, ls="--")
+        ax.axhline(report.ACC_BOUND, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{ds} (filled: non-causal, hollow: causal)", fontsize=8)
         ax.set_xlabel("TFLOP/s at the seed shape (head to head)", fontsize=8)
         ax.set_ylabel(f"RMSE / {report.ACC_YARDSTICK} end-to-end RMSE", fontsize=8)

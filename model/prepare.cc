@@ -109,7 +109,9 @@ struct Quantized {
 
 // Quantizes x with the operand's format and granularity. `factorable`: the product can take the
 // group scale out (then value holds code values, else dequantized values).
-Quantized quantize(const Tensor& x, const OperandQuant& oq, int heads_per_group, bool factorable) {
+// torch_scale: the scales and codes of python/fp8attn/quantize.py on the GPU (Scheme::torch_scale).
+Quantized quantize(const Tensor& x, const OperandQuant& oq, int heads_per_group, bool factorable,
+                   bool torch_scale) {
   Quantized r{x, x, {}, Groups{oq.granularity, x.b, x.s, x.h, x.d, heads_per_group}, false};
   if (oq.format == Format::FP32) return r;
   if (oq.format == Format::BF16) {
@@ -133,9 +135,10 @@ Quantized quantize(const Tensor& x, const OperandQuant& oq, int heads_per_group,
   const float fmax = format_max(oq.format);
   r.descale.resize(amax.size());
   std::vector<float> inv(amax.size());
+  const float recip_fmax = 1.0f / fmax;
   for (size_t i = 0; i < amax.size(); ++i) {
     const bool ok = amax[i] > 0.0f && std::isfinite(fmax / amax[i]);
-    r.descale[i] = ok ? amax[i] / fmax : 1.0f;
+    r.descale[i] = ok ? (torch_scale ? amax[i] * recip_fmax : amax[i] / fmax) : 1.0f;
     inv[i] = ok ? fmax / amax[i] : 1.0f;
   }
   const float lo_factor = oq.format == Format::INT8 ? 128.0f : 16.0f;
@@ -149,7 +152,8 @@ Quantized quantize(const Tensor& x, const OperandQuant& oq, int heads_per_group,
         float* deq = r.deq.row(b, s, h);
         for (int c = 0; c < x.d; ++c) {
           const int64_t gid = G.id(b, s, h, c);
-          const float y = src[c] * inv[gid];
+          // torch clamps x / descale to +-fmax before its cast (quantize.py); round_to saturates.
+          const float y = torch_scale ? src[c] / r.descale[gid] : src[c] * inv[gid];
           float code = round_to(oq.format, y);
           if (oq.hilo) code += round_to(oq.format, (y - code) * lo_factor) / lo_factor;
           deq[c] = code * r.descale[gid];
@@ -182,12 +186,14 @@ Prepared prepare_with_prepass(const Scheme& sc, const Tensor& q, const Tensor& k
   opt.v_scale = sc.prepass_v_head ? FP8ATTN_V_SCALE_HEAD : FP8ATTN_V_SCALE_CHANNEL;
   opt.k_scale = sc.prepass_k_head ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
   opt.hadamard_seed = sc.hadamard_seed;
+  opt.centre = sc.prepass_centre;
   if (sc.prepass_v_fp16 && sc.numerics.p_format != Format::FP16) {
     throw std::invalid_argument("prepass_v_fp16 needs P in FP16 (as the kernel: FP8ATTN_P_FP16)");
   }
   const KvCacheHost cache = prepass_kv(contiguous_view(kb, k.b, k.s, k.h, k.d),
                                        contiguous_view(vb, v.b, v.s, v.h, v.d), opt, 0,
-                                       sc.prepass_v_fp16 ? FP8ATTN_VT_FP16 : FP8ATTN_VT_E4M3);
+                                       sc.prepass_v_fp16 ? FP8ATTN_VT_FP16 : FP8ATTN_VT_E4M3,
+                                       sc.prepass_sample);
   const QQuantHost qq = prepass_q(contiguous_view(qb, q.b, q.s, q.h, q.d), cache,
                                   static_cast<fp8attn_q_scale>(opt.q_scale), softmax_scale);
   Prepared p;
@@ -300,9 +306,9 @@ Prepared prepare_operands(const Scheme& sc, const Tensor& q0, const Tensor& k0, 
                       (kg == G::kBlock && sc.numerics.block_n == kScaleBlock);
   const auto& vg = sc.v.granularity;
   const bool v_fact = vg == G::kTensor || vg == G::kBatchHead || vg == G::kChannel;
-  Quantized qq = quantize(q, sc.q, group, q_fact);
-  Quantized kq = quantize(k, sc.k, 1, k_fact);
-  Quantized vq = quantize(v, sc.v, 1, v_fact);
+  Quantized qq = quantize(q, sc.q, group, q_fact, sc.torch_scale);
+  Quantized kq = quantize(k, sc.k, 1, k_fact, sc.torch_scale);
+  Quantized vq = quantize(v, sc.v, 1, v_fact, sc.torch_scale);
 
   if (qq.factored) {
     p.q_scale.resize(static_cast<size_t>(q.b) * q.h * q.s);

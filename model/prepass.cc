@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -131,8 +132,49 @@ float lse_dot_128(const float* q, const float* mean) {
   return (t[0] + t[1]) + (t[2] + t[3]);
 }
 
+std::vector<int> sample_keys(int seqlen, const SampleSpec& spec) {
+  std::vector<int> keys;
+  if (seqlen <= spec.rows + spec.skip) {
+    for (int i = 0; i < seqlen; ++i) keys.push_back(i);
+    return keys;
+  }
+  for (int i = 0; i < spec.rows; ++i) {
+    keys.push_back(spec.strided
+                       ? spec.skip + static_cast<int>(static_cast<int64_t>(i) * (seqlen - spec.skip) / spec.rows)
+                       : spec.skip + i);
+  }
+  return keys;
+}
+
+ChannelStats sample_stats(const float* rows, const std::vector<int>& keys) {
+  constexpr int kSlots = FP8ATTN_QUANT_SAMPLE_SLOTS;
+  ChannelStats st;
+  for (int c = 0; c < kHeadDim; ++c) {
+    float slot[kSlots] = {};
+    float mx = -INFINITY, mn = INFINITY;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const float x = rows[static_cast<size_t>(keys[i]) * kHeadDim + c];
+      slot[i % kSlots] = slot[i % kSlots] + x;
+      mx = max_of(mx, x);
+      mn = x < mn ? x : mn;
+    }
+    float total = 0.0f;
+    for (int j = 0; j < kSlots; ++j) total = total + slot[j];
+    st.sum[c] = total, st.max[c] = mx, st.min[c] = mn;
+  }
+  return st;
+}
+
+float amax_bits(float a, float b) {
+  uint32_t x, y;
+  const float fa = std::fabs(a), fb = std::fabs(b);
+  std::memcpy(&x, &fa, 4);
+  std::memcpy(&y, &fb, 4);
+  return x >= y ? fa : fb;
+}
+
 KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
-                       int vt_seqlen_pad, int vt_dtype) {
+                       int vt_seqlen_pad, int vt_dtype, const SampleSpec& sample) {
   check_view(k, "k");
   check_view(v, "v");
   require(k.batch == v.batch && k.seqlen == v.seqlen && k.heads == v.heads,
@@ -141,6 +183,8 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
           "unknown v_scale");
   require(options.k_scale == FP8ATTN_K_SCALE_HEAD || options.k_scale == FP8ATTN_K_SCALE_BLOCK128,
           "unknown k_scale");
+  require(options.centre == FP8ATTN_CENTRE_MEAN || options.centre == FP8ATTN_CENTRE_SAMPLE,
+          "unknown centre");
   const int B = k.batch, S = k.seqlen, H = k.heads;
   const int min_pad = (S + FP8ATTN_VT_PAD - 1) / FP8ATTN_VT_PAD * FP8ATTN_VT_PAD;
   if (vt_seqlen_pad == 0) vt_seqlen_pad = min_pad;
@@ -161,6 +205,9 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
   out.v_descale.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
   out.k_mean.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
   out.v_mean.assign(static_cast<size_t>(B) * H * kHeadDim, 0.0f);
+  out.resampled.assign(static_cast<size_t>(B) * H, 0);
+  const bool one_pass = options.centre == FP8ATTN_CENTRE_SAMPLE;
+  const std::vector<int> keys = sample_keys(S, sample);
   const bool rotate = options.hadamard_qk != 0;
   const bool k_head = options.k_scale == FP8ATTN_K_SCALE_HEAD;
   const float k_descale_factor = rotate ? kHadamardDescale : 1.0f;
@@ -178,9 +225,10 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
         for (int c = 0; c < kHeadDim; ++c) v_rows[size_t(s) * kHeadDim + c] = bf16(v.at(b, s, h, c));
       }
 
-      // Channel statistics (quant.h's order), means, V's scales.
-      const float n = static_cast<float>(S);
-      const ChannelStats vs = channel_stats(v_rows.data(), S);
+      // Channel statistics (quant.h's order), means, V's scales; for one pass, the sample's.
+      const float n = static_cast<float>(one_pass ? keys.size() : S);
+      const ChannelStats vs =
+          one_pass ? sample_stats(v_rows.data(), keys) : channel_stats(v_rows.data(), S);
       float v_amax[kHeadDim];
       for (int c = 0; c < kHeadDim; ++c) {
         v_mean[c] = options.smooth_v ? vs.sum[c] / n : 0.0f;
@@ -191,6 +239,26 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
         for (int c = 1; c < kHeadDim; ++c) head_amax = max_of(head_amax, v_amax[c]);
         std::fill(v_amax, v_amax + kHeadDim, head_amax);
       }
+      if (one_pass) {  // the bound, unless the fused pass's true amax exceeds it
+        float truth[kHeadDim] = {}, head_truth = 0.0f;
+        for (int s = 0; s < S; ++s) {
+          for (int c = 0; c < kHeadDim; ++c) {
+            const float x = v_rows[size_t(s) * kHeadDim + c];
+            truth[c] = amax_bits(truth[c], options.smooth_v ? x - v_mean[c] : x);
+          }
+        }
+        for (int c = 0; c < kHeadDim; ++c) head_truth = amax_bits(head_truth, truth[c]);
+        for (int c = 0; c < kHeadDim; ++c) {
+          const float bound = v_amax[c] * sample.headroom;
+          const float t = options.v_scale == FP8ATTN_V_SCALE_HEAD ? head_truth : truth[c];
+          if (t <= bound) {
+            v_amax[c] = bound;
+          } else {
+            v_amax[c] = t;
+            out.resampled[bh] |= 2;
+          }
+        }
+      }
       float v_inv[kHeadDim];
       for (int c = 0; c < kHeadDim; ++c) {
         const GroupScale g = group_scale(v_amax[c]);
@@ -199,7 +267,8 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
       }
       float k_head_amax = 0.0f;
       if (options.smooth_k || k_head) {
-        const ChannelStats ks = channel_stats(k_rows.data(), S);
+        const ChannelStats ks =
+            one_pass ? sample_stats(k_rows.data(), keys) : channel_stats(k_rows.data(), S);
         for (int c = 0; c < kHeadDim; ++c) k_mean[c] = options.smooth_k ? ks.sum[c] / n : 0.0f;
         for (int c = 0; c < kHeadDim; ++c) {
           const float a = channel_amax(ks.max[c], ks.min[c], k_mean[c], options.smooth_k != 0);
@@ -212,6 +281,17 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
         for (int s = 0; s < S; ++s) {
           float* row = &k_rows[size_t(s) * kHeadDim];
           for (int c = 0; c < kHeadDim; ++c) row[c] = row[c] - k_mean[c];
+        }
+      }
+      if (one_pass && k_head) {
+        float truth = 0.0f;
+        for (size_t i = 0; i < k_rows.size(); ++i) truth = amax_bits(truth, k_rows[i]);
+        const float bound = k_head_amax * sample.headroom;
+        if (truth <= bound) {
+          k_head_amax = bound;
+        } else {
+          k_head_amax = truth;
+          out.resampled[bh] |= 1;
         }
       }
       for (int blk = 0; blk < nblk; ++blk) {

@@ -40,7 +40,24 @@ struct KvCacheHost {
   std::vector<float> v_descale;    // (b, h_kv, 128)
   std::vector<float> k_mean;       // (b, h_kv, 128)
   std::vector<float> v_mean;       // (b, h_kv, 128)
+  // FP8ATTN_CENTRE_SAMPLE: per (b, h_kv), bit 0 when K's true amax exceeded its sample bound, bit
+  // 1 when some V channel's did (that group was quantized again with its true amax's scale).
+  std::vector<uint8_t> resampled;
 };
+
+// Which keys FP8ATTN_CENTRE_SAMPLE takes; the library's choice is the default (fp8attn_sample_key).
+// The numerics study (lab/study/one_pass.py) varies it through the scheme keys prepass_sample_*.
+struct SampleSpec {
+  bool strided = true;  // keys spread over the sequence; false: a block right after the skip
+  int rows = FP8ATTN_QUANT_SAMPLE_ROWS;
+  int skip = FP8ATTN_QUANT_SAMPLE_SKIP;
+  float headroom = FP8ATTN_QUANT_SAMPLE_HEADROOM;
+  bool is_library() const {
+    return strided && rows == FP8ATTN_QUANT_SAMPLE_ROWS && skip == FP8ATTN_QUANT_SAMPLE_SKIP &&
+           headroom == FP8ATTN_QUANT_SAMPLE_HEADROOM;
+  }
+};
+std::vector<int> sample_keys(int seqlen, const SampleSpec& spec = {});
 
 // Host copy of an fp8attn_q_quant.
 struct QQuantHost {
@@ -53,7 +70,8 @@ struct QQuantHost {
 // Throws std::invalid_argument on shapes the GPU pre-pass rejects (head_dim != 128, ...).
 // vt_seqlen_pad = 0 picks seqlen_k rounded up to 32. vt_dtype: fp8attn_vt_dtype of V^T.
 KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
-                       int vt_seqlen_pad = 0, int vt_dtype = FP8ATTN_VT_E4M3);
+                       int vt_seqlen_pad = 0, int vt_dtype = FP8ATTN_VT_E4M3,
+                       const SampleSpec& sample = {});
 QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scale q_scale,
                      float softmax_scale);
 
@@ -88,6 +106,12 @@ struct GroupScale {
 };
 GroupScale group_scale(float amax);
 
+// The sample's centre and bound (FP8ATTN_CENTRE_SAMPLE) of n rows of 128 values: sample row i is
+// summed by slot i % FP8ATTN_QUANT_SAMPLE_SLOTS in i order, the slot sums added in slot order,
+// centre = sum / n; max and min order-free.
+ChannelStats sample_stats(const float* rows, const std::vector<int>& keys);
+// max |x| over values as the GPU forms it: the largest bit pattern of |x| (a NaN wins over Inf).
+float amax_bits(float a, float b);
 }  // namespace fp8attn::model
 
 #endif  // FP8ATTN_MODEL_PREPASS_H_

@@ -132,6 +132,7 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
                         "on Q, K and per-head K descales + the kernel's numerics (192-key blocks)",
                         FP8ATTN_P_E4M3, true);
       s.prepass_k_head = true;
+      s.hadamard_seed = kLibraryHadamardSeed;
       if (!s.numerics.two_level) s.numerics.block_n = 192;
       return s;
     }});
@@ -144,6 +145,7 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
                         FP8ATTN_P_FP16, true);
       s.prepass_k_head = true;
       s.prepass_v_fp16 = true;
+      s.hadamard_seed = kLibraryHadamardSeed;
       return s;
     }});
     v.push_back({"fp8attn-accurate-e4m3v", [=] {
@@ -152,6 +154,7 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
       Scheme s = kernel("fp8attn-accurate-e4m3v", "fp8attn-accurate with V^T in E4M3 (the "
                         "kernel converts it to FP16)", FP8ATTN_P_FP16, true);
       s.prepass_k_head = true;
+      s.hadamard_seed = kLibraryHadamardSeed;
       return s;
     }});
     v.push_back({"sage2-like", [=] {
@@ -316,7 +319,24 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
     prepass_only(sc.prepass_k_head);
     if (!nm.two_level) nm.block_n = sc.prepass_k_head ? 192 : FP8ATTN_K_SCALE_BLOCK;
   }
-  else if (key == "seed") sc.hadamard_seed = std::stoull(val);
+  else if (key == "prepass_centre") {
+    if (!sc.kernel_prepass) bad(spec, key + " applies to fp8attn-kernel schemes");
+    if (val == "mean") sc.prepass_centre = FP8ATTN_CENTRE_MEAN;
+    else if (val == "sample") sc.prepass_centre = FP8ATTN_CENTRE_SAMPLE;
+    else bad(spec, "prepass_centre must be mean or sample, got '" + val + "'");
+  }
+  else if (key == "prepass_sample") {  // strided | block
+    if (val != "strided" && val != "block") bad(spec, "prepass_sample must be strided or block");
+    sc.prepass_sample.strided = val == "strided";
+  }
+  else if (key == "prepass_sample_rows") sc.prepass_sample.rows = std::stoi(val);
+  else if (key == "prepass_sample_skip") sc.prepass_sample.skip = std::stoi(val);
+  else if (key == "prepass_headroom") sc.prepass_sample.headroom = std::stof(val);
+  else if (key == "seed") sc.hadamard_seed = std::stoull(val, nullptr, 0);  // 0x... or decimal
+  else if (key == "torch_scale") {
+    if (sc.kernel_prepass) bad(spec, key + ": the pre-pass makes its own scales");
+    sc.torch_scale = parse_bool(spec, val);
+  }
   else if (key == "p") {
     if (val == "e4m3hilo") { nm.p_format = Format::E4M3; nm.p_hilo = true; }
     else { nm.p_format = parse_format(spec, val); nm.p_hilo = false; }
@@ -368,6 +388,14 @@ bool Scheme::inputs_exact() const {
   return true;
 }
 
+namespace {
+std::string hex(uint64_t x) {
+  std::ostringstream s;
+  s << "0x" << std::hex << std::uppercase << x;
+  return s.str();
+}
+}  // namespace
+
 std::string Scheme::summary() const {
   std::ostringstream s;
   auto op = [](const OperandQuant& o) {
@@ -383,12 +411,19 @@ std::string Scheme::summary() const {
     s << "prepass(smooth_k=" << prepass_smooth_k << " smooth_v=" << prepass_smooth_v
       << " hadamard=" << prepass_hadamard << " q=" << (prepass_q_block ? "block" : "token")
       << " k=" << (prepass_k_head ? "head" : "block") << " v=" << (prepass_v_head ? "head" : "channel")
+      << (prepass_centre == FP8ATTN_CENTRE_SAMPLE
+              ? " centre=sample(" + std::string(prepass_sample.strided ? "strided" : "block") +
+                    " rows=" + std::to_string(prepass_sample.rows) + " skip=" +
+                    std::to_string(prepass_sample.skip) + " headroom=" +
+                    std::to_string(prepass_sample.headroom) + ")"
+              : std::string(" centre=mean"))
       << (prepass_v_fp16 ? " vt=fp16" : "")
+      << (prepass_hadamard && hadamard_seed != Scheme{}.hadamard_seed ? " seed=" + hex(hadamard_seed) : "")
       << ")";
   } else {
     s << "q=" << op(q) << " k=" << op(k) << " v=" << op(v) << " smooth_q=" << smooth_q
       << " smooth_k=" << smooth_k << " smooth_v=" << smooth_v << " hadamard_qk=" << hadamard_qk
-      << " hadamard_v=" << hadamard_v;
+      << " hadamard_v=" << hadamard_v << (torch_scale ? " scale=torch" : "");
   }
   s << " p=" << format_name(nm.p_format) << (nm.p_hilo ? "hilo" : "");
   if (nm.p_hilo && nm.p_hilo_min_log2 > -1e29f) s << " hilo_min=" << nm.p_hilo_min_log2;
@@ -419,10 +454,12 @@ std::string scheme_help() {
   for (const auto& [name, b] : registry()) h += "  " + name + ": " + b().description + "\n";
   h += "variants: NAME:key=value:key=value..., keys: q, k, v (FORMAT[.GRAN][.hilo]; formats "
        "e4m3 e5m2 int8 fp16 bf16 fp32; granularities tensor head block token channel), smooth_q, "
-       "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, p (e4m3 e4m3hilo bf16 fp16 fp32), "
+       "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, torch_scale, p (e4m3 e4m3hilo bf16 fp16 fp32), "
        "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
        "acc_bits, acc_chunk, acc_group, acc_round (zero down nearest), acc_c_aligned, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
-       "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head, prepass_v_fp16\n";
+       "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head, prepass_v_fp16,\n"
+         "  prepass_centre (mean|sample), prepass_sample (strided|block), prepass_sample_rows,\n"
+         "  prepass_sample_skip, prepass_headroom\n";
   return h;
 }
 

@@ -9,6 +9,7 @@
 
 #include "model/codecs.h"
 #include "model/flash.h"
+#include "model/prepass.h"
 
 namespace fp8attn::model {
 
@@ -22,6 +23,11 @@ enum class Granularity {
 };
 const char* granularity_name(Granularity g);
 const char* acc_name(Accumulator a);
+
+// The library's default Hadamard seed (fp8attn_quant_options_init, src/quant/quant_api.cu; that
+// function lives in a CUDA file the CPU model does not link). The schemes that claim to be the
+// library's defaults (fp8attn-default, fp8attn-accurate, fp8attn-accurate-e4m3v) rotate with it.
+inline constexpr uint64_t kLibraryHadamardSeed = 0x5EED5EED5EED5EEDull;
 
 struct OperandQuant {
   Format format = Format::E4M3;  // BF16: rounded to BF16 only (no scale); FP32: kept as is
@@ -42,7 +48,14 @@ struct Scheme {
   // Random-sign Hadamard rotation along d (orthonormal): Q and K together (Q K^T unchanged);
   // V with O rotated back before the output rounding.
   bool hadamard_qk = false, hadamard_v = false;
-  uint64_t hadamard_seed = 0x2545F4914F6CDD1Dull;
+  uint64_t hadamard_seed = 0x2545F4914F6CDD1Dull;  // the numerics study's; the library's: above
+  // Scales as python/fp8attn/quantize.py makes them on the GPU (key torch_scale=1): descale =
+  // fp32(amax * fp32(1/fmax)) (torch multiplies a tensor divided by a Python float by the float's
+  // FP32 reciprocal), codes = RNE(fp32(x / descale)). Off: descale = fp32(amax / fmax) and codes
+  // = RNE(fp32(x * fp32(fmax / amax))). The two differ by one ulp of the descale for some amax
+  // (e.g. 0.6015625, 10.5, 12.25): x / descale then falls just below the E4M3 ties that exact
+  // amax/448 scales make exact, and those ties round toward zero instead of to even.
+  bool torch_scale = false;
   // Everything after the operands: P format and offset, KV order, accumulators, output format.
   FlashNumerics numerics;
   // The operands come from the pre-pass mirror (model/prepass.h) with these options, in the
@@ -53,6 +66,9 @@ struct Scheme {
   bool kernel_prepass = false;
   bool prepass_smooth_k = true, prepass_smooth_v = true, prepass_hadamard = false;
   bool prepass_q_block = false, prepass_v_head = false, prepass_k_head = false;
+  // fp8attn_centre (FP8ATTN_CENTRE_SAMPLE: the one-pass pre-pass) and, for the study, its sample.
+  int prepass_centre = FP8ATTN_CENTRE_MEAN;
+  SampleSpec prepass_sample;
   // V^T in FP16 (FP8ATTN_VT_FP16: the same scaled values, rounded to FP16 instead of E4M3);
   // only with FP16 P (numerics.p_format FP16), as the kernel.
   bool prepass_v_fp16 = false;

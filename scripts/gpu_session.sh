@@ -88,7 +88,7 @@ if has sanitize; then
     scripts/gpu/sanitize.sh "$CARRY/tests/test_sanitize_targets" "$LOGS/sanitize"
     rc=$?
     # One (tool, target) run a test: passed when it reported 0 errors and ran its test.
-    awk -F'\t' '{ if ($3 == "0" && $4 ~ /^ok/) p++; else f++ } END { printf "sanitizers: %d passed, %d failed\n", p, f }' \
+    awk -F'\t' 'NR > 1 { if ($3 == "0" && $4 ~ /^ok/) p++; else f++ } END { printf "sanitizers: %d passed, %d failed\n", p, f }' \
       "$LOGS/sanitize/summary.tsv" > "$LOGS/sanitize/count.txt" 2>/dev/null
     cat "$LOGS/sanitize/count.txt"
     python3 bench/gtest_summary.py "$SUMMARY" script sanitizers "$LOGS/sanitize/count.txt" "$rc"

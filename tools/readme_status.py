@@ -31,14 +31,18 @@ def block(d: dict, rel: str) -> list[str]:
         lines += report.verdict_lines(d["speed"], report.seed_of(d)) + [""]
         lines += ["BF16 in -> output (the library's pre-pass + kernel) against FA3 BF16:", ""]
         lines += report.e2e_table(d["speed"]) + [""]
-        lines += ["Precision modes at the seed shape, head to head with FA3 FP8:", ""]
-        lines += report.modes_table(d["speed"], report.seed_of(d))
+        lines += ["Precision modes head to head with FA3 FP8 and with FA3 BF16 (each pairing its own "
+                  f"TFLOP/s; {report.ACCURATE}: FP16 P on an FP16 V^T, {report.E2E_ACCURATE}: its "
+                  "BF16-in call, fp8attn_p_fp16: FP16 P on E4M3 V^T):", ""]
+        lines += report.modes_table(d["speed"], report.seed_of(d)) + [""]
+        lines += report.accurate_verdict_lines(d["speed"], report.seed_of(d))
     if d.get("accuracy"):
         lines += ["", "Accuracy, RMSE as a multiple of FA3 BF16's end-to-end RMSE on the same data "
                   "(kernel-only: against exact attention on the FP8 inputs the kernel read; per-head "
                   "inputs are shared by fp8attn and FA3 FP8, 'own inputs' are the library's pre-pass "
                   "outputs):", ""]
-        lines += report.accuracy_ratio_table(d["accuracy"])
+        lines += report.accuracy_ratio_table(d["accuracy"]) + [""]
+        lines += report.accuracy_verdict_lines(d["accuracy"])
     lines += ["", END]
     return lines
 

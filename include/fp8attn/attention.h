@@ -56,8 +56,9 @@ typedef struct fp8attn_attention_args {
 // Fills the kernel's parameters from a quantized Q and a KV cache: shapes, strides, vt_dtype (the
 // cache's), every descale (K's with kd_stride_blk = 0 when the cache has one scale per head), lse_bias (when K
 // was smoothed), o_bias (when V was smoothed), and q's softmax_scale. o is BF16
-// (batch, seqlen_q, heads, 128) contiguous; lse may be NULL. causal and p_precision are left at
-// their init values (0). FP8ATTN_ERROR_INVALID_ARGUMENT when a pointer is NULL or q and the
+// (batch, seqlen_q, heads, 128) contiguous; lse may be NULL. causal is left at its init value (0);
+// p_precision too (FP8ATTN_P_E4M3), except for a cache with an FP16 V^T: FP8ATTN_P_FP16, the only
+// precision that reads it. FP8ATTN_ERROR_INVALID_ARGUMENT when a pointer is NULL or q and the
 // cache disagree (batch; heads_kv must divide heads). Host only: no device work.
 fp8attn_status fp8attn_fwd_params_from_quant(fp8attn_fwd_params* params, const fp8attn_q_quant* q,
                                              const fp8attn_kv_cache* cache, void* o, float* lse);

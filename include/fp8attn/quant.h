@@ -52,6 +52,47 @@ typedef enum fp8attn_k_scale {
   FP8ATTN_K_SCALE_BLOCK128 = 1,  // one scale per (batch, kv head, 128 keys)
 } fp8attn_k_scale;
 
+// Where the smoothing centre (the vector subtracted from K's and V's rows) and the scales' amax
+// come from. Any centre is exact (softmax ignores a per-row constant; rows of P sum to 1): only
+// the rounding error depends on it.
+typedef enum fp8attn_centre {
+  // The mean over all keys and the exact amax: a statistics pass reads K and V, then the fused
+  // pass reads them again.
+  FP8ATTN_CENTRE_MEAN = 0,
+  // One pass: the mean of FP8ATTN_QUANT_SAMPLE_ROWS keys spread evenly over the sequence
+  // (fp8attn_sample_key, the first FP8ATTN_QUANT_SAMPLE_SKIP keys, attention sinks, never taken),
+  // a scale bound of FP8ATTN_QUANT_SAMPLE_HEADROOM times the sample's amax, and the fused pass,
+  // which reads K and V once and measures the true amax; a group (K's head, V's channel) whose
+  // true amax exceeds its bound is quantized again with the true amax's scale (no saturation).
+  FP8ATTN_CENTRE_SAMPLE = 1,
+} fp8attn_centre;
+
+#define FP8ATTN_QUANT_SAMPLE_ROWS 128
+#define FP8ATTN_QUANT_SAMPLE_SKIP 4
+// The sample's sum: sample row i into slot i % SLOTS in i order, the slot sums in slot order.
+#define FP8ATTN_QUANT_SAMPLE_SLOTS 16
+// A power of two, so the bound is exact. E4M3 keeps its relative precision over its normal range
+// (2^-6 .. 448), so scaling the bound down by 16 makes subnormal only the values below
+// amax * 16 / 28672 (docs/prepass.md, "One pass").
+#define FP8ATTN_QUANT_SAMPLE_HEADROOM 16.0f
+
+// The i-th sampled key (0 <= i < fp8attn_sample_rows(seqlen)): every key when seqlen <=
+// FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP, else SKIP + floor(i (seqlen - SKIP) / ROWS).
+#if defined(__CUDACC__)
+#define FP8ATTN_QUANT_HOST_DEVICE __host__ __device__
+#else
+#define FP8ATTN_QUANT_HOST_DEVICE
+#endif
+static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_rows(int seqlen) {
+  return seqlen <= FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP ? seqlen
+                                                                        : FP8ATTN_QUANT_SAMPLE_ROWS;
+}
+static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_key(int seqlen, int i) {
+  if (seqlen <= FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP) return i;
+  return FP8ATTN_QUANT_SAMPLE_SKIP +
+         (int)((int64_t)i * (seqlen - FP8ATTN_QUANT_SAMPLE_SKIP) / FP8ATTN_QUANT_SAMPLE_ROWS);
+}
+
 typedef struct fp8attn_quant_options {
   int32_t smooth_k;      // subtract K's per-channel mean over keys; restored exactly by lse_bias
   int32_t smooth_v;      // subtract V's per-channel mean over keys; restored exactly by o_bias
@@ -61,6 +102,8 @@ typedef struct fp8attn_quant_options {
   int32_t v_scale;       // fp8attn_v_scale
   int32_t k_scale;       // fp8attn_k_scale (in what was padding: size and seed offset unchanged)
   uint64_t hadamard_seed;  // picks the random signs (fp8attn_hadamard_sign_negative)
+  int32_t centre;        // fp8attn_centre
+  int32_t reserved;      // 0
 } fp8attn_quant_options;
 
 // Defaults (the numerics study's decision, docs/numerics-report.md): K and V smoothing on,
@@ -133,8 +176,10 @@ fp8attn_status fp8attn_kv_cache_init_vt(fp8attn_kv_cache* cache, void* buffer, s
 size_t fp8attn_quantize_kv_workspace_bytes(int32_t batch, int32_t seqlen_k, int32_t heads_kv);
 
 // BF16 K, V (batch, seqlen_k, heads_kv, 128) -> cache. Launches on `stream` (cudaStream_t):
-// a channel reduction (V always: its scale needs every key; K when smooth_k or a per-head K
-// scale), then one fused pass over K and V that reads each input once more.
+// FP8ATTN_CENTRE_MEAN: a channel reduction (V always: its scale needs every key; K when smooth_k
+// or a per-head K scale), then one fused pass over K and V that reads each input once more.
+// FP8ATTN_CENTRE_SAMPLE: the sample, the fused pass, the regroup and the fused pass again for
+// the heads with a group over its bound only (docs/prepass.md, "One pass").
 fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
                                    const fp8attn_quant_options* options, fp8attn_kv_cache* cache,
                                    void* workspace, size_t workspace_bytes, void* stream);

@@ -15,17 +15,17 @@ Shapes: the seed b2 s8192 h32 d128 and 16x1k, both masks.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import datetime
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+
+import probe_doc  # noqa: E402
 
 import accuracy  # noqa: E402
 import fp8attn_calls as fc  # noqa: E402
@@ -57,15 +57,7 @@ def accurate_runner(lib, qz, vt16, causal):
                                       p_precision=lib.c.constant("FP8ATTN_P_FP16"),
                                       seqlen_k=qz.k8.shape[1])
     params.vt_dtype = VT_FP16
-    fwd, stream = lib.c.fp8attn_attention_fwd, fc._stream()
-    lib.c.check(fwd(ctypes.byref(params), stream), "kernel")
-    ref = ctypes.byref(params)
-
-    def run():
-        status = fwd(ref, stream)
-        if status != 0:
-            lib.c.check(status, "kernel")
-    run.keep = (params, keep, out, lse, qz, vt16)
+    run = fc.params_runner(lib, params, (params, keep, out, lse, qz, vt16))
     run.out = out
     return run
 
@@ -140,13 +132,8 @@ def main():
                                 "shape": "b1 s4096 h8/8", **m})
                 print(f"  {name:9s} causal={int(causal)} {method:22s} kernel-only rmse "
                       f"{m['rmse']} max {m['max_abs']}", flush=True)
-    gpu = torch.cuda.get_device_name()
-    commit = (ROOT / ".carry" / "COMMIT").read_text().strip() if (ROOT / ".carry" / "COMMIT").exists() else "unknown"
-    doc = {"command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "commit": commit, "gpu": gpu,
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "records": records}
-    Path(args.out, "accurate_v16_ab.json").write_text(json.dumps(doc, indent=1))
-    print(f"accurate_v16_ab: wrote {Path(args.out, 'accurate_v16_ab.json')}")
+    path = probe_doc.write(args.out, "accurate_v16_ab.json", records, torch.cuda.get_device_name())
+    print(f"accurate_v16_ab: wrote {path}")
     return 0
 
 

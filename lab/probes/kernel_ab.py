@@ -16,10 +16,7 @@ Writes DIR/kernel_ab.json (command, commit, GPU, date, every record) and prints 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import datetime
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+
+import probe_doc  # noqa: E402
 
 import accuracy  # noqa: E402
 import fp8attn_calls as fc  # noqa: E402
@@ -50,15 +50,7 @@ def block128_runner(lib, qz, causal):
     lse = torch.empty((b, h, sq), dtype=torch.float32, device="cuda")
     params, keep = fc.ops.make_params(qz.q8, qz.k8, qz.vt8, out, lse, qz.q_descale, kd,
                                       qz.v_descale, causal=causal, p_precision=lib.mode("fp8attn"))
-    fwd, stream = lib.c.fp8attn_attention_fwd, fc._stream()
-    lib.c.check(fwd(ctypes.byref(params), stream), "kernel")
-    ref = ctypes.byref(params)
-
-    def run():
-        status = fwd(ref, stream)
-        if status != 0:
-            lib.c.check(status, "kernel")
-    run.keep = (params, keep, kd, out, lse, qz)
+    run = fc.params_runner(lib, params, (params, keep, kd, out, lse, qz))
     run.out = out
     return run
 
@@ -111,7 +103,8 @@ def variant_main(args, fa3, records):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--variant-lib", help="a library built with another P offset/slack")
+    ap.add_argument("--variant-lib", action="append", default=[],
+                    help="a library built with another variant (repeatable; each in its own process)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=20261201)
@@ -149,7 +142,7 @@ def main():
         print("P offset: each library's kernel vs FA3 FP8 (speed), and kernel-only error")
         out = Path(args.out)
         tags = args.variant_tags.split(",")
-        for tag, path in ((tags[0], args.lib), (tags[1], args.variant_lib)):
+        for tag, path in zip(tags, [args.lib] + args.variant_lib):
             child = out / f".{tag}.json"
             rc = subprocess.call([sys.executable, __file__, "--lib", path, "--out", str(out),
                                   "--runs", str(args.runs), "--seed", str(args.seed), "--tag", tag,
@@ -160,13 +153,8 @@ def main():
                 child.unlink()
             else:
                 records.append({"method": tag, "error": f"child exited {rc}"})
-    gpu = torch.cuda.get_device_name()
-    commit = (ROOT / ".carry" / "COMMIT").read_text().strip() if (ROOT / ".carry" / "COMMIT").exists() else "unknown"
-    doc = {"command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "commit": commit, "gpu": gpu,
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "records": records}
-    Path(args.out, "kernel_ab.json").write_text(json.dumps(doc, indent=1))
-    print(f"kernel_ab: wrote {Path(args.out, 'kernel_ab.json')}")
+    path = probe_doc.write(args.out, "kernel_ab.json", records, torch.cuda.get_device_name())
+    print(f"kernel_ab: wrote {path}")
     return 0
 
 

@@ -63,6 +63,9 @@ def demangle(names):
 
 
 def key_of(demangled):
+    vt = re.search(r", \(fp8attn::attn::VtType\)(\d+)>", demangled)
+    suffix = " vt-fp16" if vt and vt.group(1) == "1" else ""
+    demangled = re.sub(r", \(fp8attn::attn::VtType\)\d+>", ">", demangled)
     m = re.search(r"attention_fwd_kernel<fp8attn::attn::Config<\(fp8attn::attn::PPrecision\)(\d+), "
                   r"(true|false), (\d+), (\d+), ([^,>]+)(?:, ([^,>]+))?>", demangled)
     if not m:
@@ -76,7 +79,7 @@ def key_of(demangled):
         if variant not in (0, 2):
             return f"attention_fwd_kernel P{p} {level} N{n} stages{st} variant{variant} poly{poly}"
         tc = variant == 2
-    return f"attention_fwd_kernel P{p} {level} N{n} stages{st} {'tc-rowsum' if tc else 'fp32-rowsum'} poly{poly}"
+    return f"attention_fwd_kernel P{p} {level} N{n} stages{st} {'tc-rowsum' if tc else 'fp32-rowsum'} poly{poly}{suffix}"
 
 
 def normalize_info(info):

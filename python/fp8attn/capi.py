@@ -43,7 +43,8 @@ class FwdParams(ctypes.Structure):  # fp8attn_fwd_params (fp8attn.h)
 
 class QuantOptions(ctypes.Structure):  # fp8attn_quant_options (quant.h)
     _fields_ = [("smooth_k", _i32), ("smooth_v", _i32), ("hadamard_qk", _i32), ("q_scale", _i32),
-                ("v_scale", _i32), ("k_scale", _i32), ("hadamard_seed", _u64)]
+                ("v_scale", _i32), ("k_scale", _i32), ("hadamard_seed", _u64), ("centre", _i32),
+                ("reserved", _i32)]
 
 
 class Bf16Tensor(ctypes.Structure):  # fp8attn_bf16_tensor (quant.h)

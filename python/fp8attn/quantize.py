@@ -2,7 +2,9 @@
 
 This is not the pre-pass (src/quant/; fp8attn.attention and fp8attn.quantize_kv run it): it exists
 so the harness and users can feed the kernel without it. Scales are amax/448 per (batch, kv head) for Q (over the query heads of that
-kv head), K and V, as FlashAttention-3's FP8 path takes them. Rounding is torch's float ->
+kv head), K and V, as FlashAttention-3's FP8 path takes them; on a CUDA tensor torch computes
+`amax / 448.0` as amax * fp32(1/448), one ulp above fp32(amax / 448) for some amax (the CPU
+model mirrors that with its scheme key torch_scale=1). Rounding is torch's float ->
 float8_e4m3fn cast (round-to-nearest-even); values are clamped to +-448 first because torch
 turns out-of-range values into NaN instead of saturating.
 """

@@ -15,7 +15,7 @@ enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1, kFP16 = 2 };
 enum class VtType : int { kE4M3 = 0, kFP16 = 1 };
 
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
-          int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3>
+          int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false>
 struct Config {
   // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
   // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
@@ -31,6 +31,10 @@ struct Config {
   // FP16 V^T from global memory: the TMA writes the FP16 wgmma's B operand (v16) itself, so no
   // converter warps and no E4M3 V ring.
   static constexpr VtType kVt = kVt_;
+  // The epilogue's O through a per-warpgroup shared-memory buffer (stmatrix) and TMA stores
+  // instead of 32 scattered BF16 stores per thread: cheaper per tile, so it pays where tiles are
+  // short (select.h); 32 KiB more shared memory, and measured slower on long tiles.
+  static constexpr bool kTmaStoreO = kTmaStoreO_;
   static constexpr bool kVtF16 = kVt == VtType::kFP16;
   // FP16 P from E4M3 V^T: the producer warpgroup's warps 1..3 convert each block (v_converter).
   static constexpr bool kConvertV = kFP16P && !kVtF16;

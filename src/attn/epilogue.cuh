@@ -141,7 +141,9 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
   float inv_l[2];
   sm.finalize(inv_l);
   const int q4 = threadIdx.x % 4;
-  if (p.o_tma) store_o_tma<Cfg>(p, tile, wg, o_buf, acc, eo, inv_l);
+  if constexpr (Cfg::kTmaStoreO) {
+    if (p.o_tma) store_o_tma<Cfg>(p, tile, wg, o_buf, acc, eo, inv_l);
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
@@ -163,8 +165,11 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
 }
 
 // Before the consumer warpgroup exits: its last TMA stores have completed.
+template <class Cfg>
 __device__ __forceinline__ void epilogue_drain(const KernelParams& p) {
-  if (p.o_tma && threadIdx.x % 128 == 0) ptx::bulk_wait_group_all();
+  if constexpr (Cfg::kTmaStoreO) {
+    if (p.o_tma && threadIdx.x % 128 == 0) ptx::bulk_wait_group_all();
+  }
 }
 
 }  // namespace fp8attn::attn

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::tma_prefetch_descriptor(&p.tma_q);
     ptx::tma_prefetch_descriptor(&p.tma_k);
     ptx::tma_prefetch_descriptor(&p.tma_vt);
-    if (p.o_tma) ptx::tma_prefetch_descriptor(&p.tma_o);
+    if (Cfg::kTmaStoreO && p.o_tma) ptx::tma_prefetch_descriptor(&p.tma_o);
     for (int s = 0; s < 2; ++s) {
       ptx::mbar_init(&sm.tile_full[s], 1);
       // Every thread that reads the published tile arrives itself (its own read ordered before

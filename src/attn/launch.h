@@ -13,7 +13,7 @@ namespace fp8attn::attn {
 struct LaunchOptions {
   bool persistent = true;       // one CTA per SM claiming tiles from a counter (> SM tiles)
   bool causal_sections = true;  // causal: longest first across L2-sized sections of heads
-  bool o_store_tma = true;      // O through shared memory and a TMA store (else from registers)
+  bool o_store_tma = true;      // Config::kTmaStoreO kernels: O through the TMA (else registers)
 };
 
 // Launches Config Cfg on validated parameters (validate()) on the current device (dev_info,
@@ -25,6 +25,9 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
 // The shipped configurations (select.h's KernelId), one instantiation file each.
 using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /*kStages=*/2,
                                   /*kTcRowSum=*/true>;
+// The same with O leaving through shared memory and the TMA (short tiles, select.h).
+using KernelE4M3Block192TmaStore =
+    Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true>;
 using KernelE4M3Block128 = Config<PPrecision::kE4M3, false, 128, 3, true>;
 using KernelE4M3HiLoTwoLevel = Config<PPrecision::kE4M3HiLo, true, 128, 2, false>;
 using KernelFP16Block128 = Config<PPrecision::kFP16, false, 128, 2, false>;
@@ -34,6 +37,9 @@ using KernelFP16VtBlock128 =
 
 extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
+extern template fp8attn_status launch<KernelE4M3Block192TmaStore>(const fp8attn_fwd_params&,
+                                                                  const DeviceInfo&, const LaunchOptions&,
+                                                                  cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3Block128>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3HiLoTwoLevel>(const fp8attn_fwd_params&,

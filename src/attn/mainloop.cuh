@@ -146,7 +146,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     ptx::mbar_arrive(&sm.tile_empty[sched.stage]);  // each thread after its own read of the slot
     sched.advance();
     if (tile.m_block < 0) {  // the end
-      epilogue_drain(p);
+      epilogue_drain<Cfg>(p);
       break;
     }
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);

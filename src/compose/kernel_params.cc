@@ -20,6 +20,8 @@ fp8attn_fwd_params kernel_params(const fp8attn_q_quant& q, const fp8attn_kv_cach
   p.vt = cache.vt;
   p.vt_seqlen_pad = PAD;
   p.vt_dtype = cache.vt_dtype;
+  // An FP16 V^T feeds only the FP16 P V product: the one precision these parameters can run.
+  if (cache.vt_dtype == FP8ATTN_VT_FP16) p.p_precision = FP8ATTN_P_FP16;
   p.vt_stride_d = PAD;
   p.vt_stride_h = int64_t{D} * PAD;
   p.vt_stride_b = int64_t{HKV} * D * PAD;

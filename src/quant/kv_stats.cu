@@ -111,16 +111,7 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         float v[kValues];
-#pragma unroll
-        for (int hi = 0; hi < kChunks; ++hi) {
-          if constexpr (kRotate) {
-            uint32_t mask[4];
-            sign_masks_here<kL>(signs, lane, hi, mask);
-            bf16x8_to_float_signed(raw[u][hi], mask, &v[8 * hi]);
-          } else {
-            bf16x8_to_float(raw[u][hi], &v[8 * hi]);
-          }
-        }
+        decode_runs<kL, kChunks, kRotate>(raw[u], signs, lane, v);
         if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
         if constexpr (kRotate) {
           hadamard_in_runs(v);

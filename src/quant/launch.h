@@ -36,6 +36,22 @@ struct KvStatsArgs {
 };
 cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream);
 
+// kv_one_pass.cu, FP8ATTN_CENTRE_SAMPLE: before the fused pass, one CTA per (batch, kv head)
+// takes the sample's centre and bounds (the scales the fused pass uses) and zeroes the true-amax
+// accumulators; after it, one CTA per (batch, kv head) compares the true amax with the bounds and
+// for a group over its bound writes the true amax's scale and sets the head's flag (bit 0 K, bit
+// 1 V), on which the fused pass runs again for that head only.
+struct KvOnePassArgs {
+  KvStatsArgs s;                    // shapes, options and the outputs as the statistics pass's
+  float headroom;                   // FP8ATTN_QUANT_SAMPLE_HEADROOM
+  float *k_bound, *v_bound;         // (b, h): K's per-head bound; (b, h, 128) V's per channel
+  uint32_t *k_true, *v_true;        // the fused pass's max |x - centre| as bits: (b, h), (b, h, 128)
+  float *k_inv_again, *v_inv_again; // the scales of the second quantization, (b, h), (b, h, 128)
+  uint8_t* again;                   // (b, h) flags
+};
+cudaError_t launch_kv_sample(const KvOnePassArgs& args, cudaStream_t stream);
+cudaError_t launch_kv_regroup(const KvOnePassArgs& args, cudaStream_t stream);
+
 // Q and K rows: each row is rotated (Hadamard), smoothed (K, in the rotated basis), scaled and
 // stored as E4M3; for Q also lse_bias = softmax_scale * (q . k_mean) in the basis of k_mean.
 struct RowQuantArgs {
@@ -61,6 +77,9 @@ struct RowQuantArgs {
   const float* k_mean;          // (b, heads / heads_per_kv, 128) or null
   int heads_per_kv;
   float softmax_scale;
+  // K, FP8ATTN_CENTRE_SAMPLE with a per-head scale: max |x - mean| of every valid row folded in
+  // (atomicMax on the bits, (b, heads)); null otherwise.
+  uint32_t* true_amax;
 };
 
 // V -> V^T (b, h, 128, vt_pad) with the per-channel mean and scale from kv_stats, zeros from
@@ -74,12 +93,18 @@ struct VtQuantArgs {
   int vt_pad;
   bool vt_f16;                  // fp8attn_kv_cache.vt_dtype == FP8ATTN_VT_FP16
   bool reverse_order;           // as RowQuantArgs: when V is read right after the reduction
+  uint32_t* true_amax;          // FP8ATTN_CENTRE_SAMPLE: max |x - mean| per channel as bits
+                                // (b, h, 128), atomicMax; null otherwise
 };
 
 // quantize_q.cu / quantize_kv.cu: Q alone; K and V in
 // one launch, their tiles interleaved (the rotation-heavy K beside the light V on every SM),
 // last to first when `reverse_order` (k.reverse_order).
 cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream);
-cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream);
+// `again` (non-null: the second quantization of FP8ATTN_CENTRE_SAMPLE): num_sms x (CTAs per SM)
+// CTAs that return at once when no head is flagged, else stride over the tiles and do those of
+// the flagged heads (bit 0 K, bit 1 V).
+cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                               const uint8_t* again = nullptr, int num_sms = 0);
 
 }  // namespace fp8attn::quant

@@ -16,9 +16,11 @@
 
 // The K scale granularity filled what was padding before hadamard_seed: the struct keeps its
 // size and the seed its offset (bench/bench_prepass.py mirrors the layout and checks it).
-static_assert(sizeof(fp8attn_quant_options) == 32 &&
+// centre came after it (size 32 -> 40).
+static_assert(sizeof(fp8attn_quant_options) == 40 &&
               offsetof(fp8attn_quant_options, k_scale) == 20 &&
-              offsetof(fp8attn_quant_options, hadamard_seed) == 24);
+              offsetof(fp8attn_quant_options, hadamard_seed) == 24 &&
+              offsetof(fp8attn_quant_options, centre) == 32);
 // The cache's vt_dtype filled the padding before k: every other offset is unchanged.
 static_assert(offsetof(fp8attn_kv_cache, vt_dtype) == 20 && offsetof(fp8attn_kv_cache, k) == 24);
 
@@ -99,6 +101,10 @@ constexpr int kStatsGroupKeys = FP8ATTN_QUANT_STATS_CHUNK * FP8ATTN_QUANT_STATS_
 struct KvWorkspace {
   float *k_part_sum, *k_part_max, *k_part_min, *v_part_sum, *v_part_max, *v_part_min;
   float *v_inv, *k_inv;
+  // FP8ATTN_CENTRE_SAMPLE (kv_one_pass.cu)
+  float *k_bound, *v_bound, *k_inv_again, *v_inv_again;
+  uint32_t *k_true, *v_true;
+  uint8_t* again;
 };
 KvWorkspace carve_kv_workspace(Carver& c, int batch, int seqlen_k, int heads_kv) {
   const size_t parts = static_cast<size_t>(batch) * heads_kv *
@@ -112,6 +118,14 @@ KvWorkspace carve_kv_workspace(Carver& c, int batch, int seqlen_k, int heads_kv)
   w.v_part_min = c.take<float>(parts);
   w.v_inv = c.take<float>(static_cast<size_t>(batch) * heads_kv * kHeadDim);
   w.k_inv = c.take<float>(static_cast<size_t>(batch) * heads_kv);
+  const size_t bh = static_cast<size_t>(batch) * heads_kv;
+  w.k_bound = c.take<float>(bh);
+  w.v_bound = c.take<float>(bh * kHeadDim);
+  w.k_inv_again = c.take<float>(bh);
+  w.v_inv_again = c.take<float>(bh * kHeadDim);
+  w.k_true = c.take<uint32_t>(bh);
+  w.v_true = c.take<uint32_t>(bh * kHeadDim);
+  w.again = c.take<uint8_t>(bh);
   return w;
 }
 
@@ -148,6 +162,10 @@ struct KvPlan {
   KvStatsArgs stats;
   RowQuantArgs rows;  // K
   VtQuantArgs vt;
+  bool one_pass;      // FP8ATTN_CENTRE_SAMPLE: sample, fused pass, regroup, fused pass again
+  KvOnePassArgs sample;
+  RowQuantArgs rows_again;
+  VtQuantArgs vt_again;
 };
 
 fp8attn_status plan_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* v,
@@ -225,7 +243,24 @@ fp8attn_status plan_kv(const fp8attn_bf16_tensor* k, const fp8attn_bf16_tensor* 
   vt.v_inv = ws.v_inv;
   vt.vt = static_cast<uint8_t*>(cache->vt);
   vt.vt_pad = cache->vt_seqlen_pad;
-  vt.vt_f16 = cache->vt_dtype == FP8ATTN_VT_FP16;
+  vt.vt_f16 = cache->vt_dtype == FP8ATTN_VT_FP16;  // the second quantization too (vt_again)
+
+  plan.one_pass = options->centre == FP8ATTN_CENTRE_SAMPLE;
+  if (plan.one_pass) {
+    KvOnePassArgs& one = plan.sample;
+    one.s = stats;
+    one.headroom = FP8ATTN_QUANT_SAMPLE_HEADROOM;
+    one.k_bound = ws.k_bound, one.v_bound = ws.v_bound;
+    one.k_true = ws.k_true, one.v_true = ws.v_true;
+    one.k_inv_again = ws.k_inv_again, one.v_inv_again = ws.v_inv_again;
+    one.again = ws.again;
+    plan.rows_again = rows;
+    plan.rows_again.scale_inv = ws.k_inv_again;
+    plan.vt_again = vt;
+    plan.vt_again.v_inv = ws.v_inv_again;
+    rows.true_amax = k_head ? ws.k_true : nullptr;
+    vt.true_amax = ws.v_true;
+  }
   return FP8ATTN_SUCCESS;
 }
 
@@ -272,9 +307,28 @@ fp8attn_status plan_q(const fp8attn_bf16_tensor* q, const fp8attn_kv_cache& cach
   return FP8ATTN_SUCCESS;
 }
 
+// The exact mean: the statistics pass. The sample's centre: the sample (K and V read once).
 fp8attn_status launch_stats(const KvPlan& plan, cudaStream_t st) {
-  if (cudaError_t e = launch_kv_stats(plan.stats, st); e != cudaSuccess) {
-    return cuda_fail(e, "kv stats");
+  const cudaError_t e =
+      plan.one_pass ? launch_kv_sample(plan.sample, st) : launch_kv_stats(plan.stats, st);
+  if (e != cudaSuccess) return cuda_fail(e, plan.one_pass ? "kv sample" : "kv stats");
+  return FP8ATTN_SUCCESS;
+}
+
+// FP8ATTN_CENTRE_SAMPLE, after the fused pass: the groups over their bound, then their heads'
+// tiles again (a CTA of another head returns at once).
+fp8attn_status launch_regroup(const KvPlan& plan, cudaStream_t st) {
+  if (!plan.one_pass) return FP8ATTN_SUCCESS;
+  if (cudaError_t e = launch_kv_regroup(plan.sample, st); e != cudaSuccess) {
+    return cuda_fail(e, "kv regroup");
+  }
+  RowQuantArgs rows = plan.rows_again;
+  rows.reverse_order = true;
+  DeviceInfo info;
+  if (fp8attn_status s = fp8attn::check_device(&info); s != FP8ATTN_SUCCESS) return s;
+  if (cudaError_t e = launch_quantize_kv(rows, plan.vt_again, st, plan.sample.again, info.num_sms);
+      e != cudaSuccess) {
+    return cuda_fail(e, "quantize k, v again");
   }
   return FP8ATTN_SUCCESS;
 }
@@ -311,6 +365,10 @@ fp8attn_status fp8attn_check_quant_options(const fp8attn_quant_options* o) {
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown v_scale " + std::to_string(o->v_scale));
   if (o->k_scale != FP8ATTN_K_SCALE_HEAD && o->k_scale != FP8ATTN_K_SCALE_BLOCK128)
     return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown k_scale " + std::to_string(o->k_scale));
+  if (o->centre != FP8ATTN_CENTRE_MEAN && o->centre != FP8ATTN_CENTRE_SAMPLE)
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "unknown centre " + std::to_string(o->centre));
+  if (o->reserved != 0)
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "options.reserved must be 0");
   return FP8ATTN_SUCCESS;
 }
 
@@ -404,7 +462,8 @@ fp8attn_status fp8attn_quantize_kv(const fp8attn_bf16_tensor* k, const fp8attn_b
   cache->options = *options;
   const auto st = static_cast<cudaStream_t>(stream);
   if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
-  return launch_fused_kv(plan, st);
+  if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
+  return launch_regroup(plan, st);
 }
 
 size_t fp8attn_q_quant_bytes(int32_t batch, int32_t seqlen_q, int32_t heads, int32_t head_dim) {
@@ -475,7 +534,9 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
   if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
   // The K/V launch, then Q's: Q's tiles inside the K/V launch measured slower on the H200.
   if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
-  return launch_fused_q(qrows, st);
+  // Q before the regroup: Q reads only the centre, which the regroup leaves.
+  if (fp8attn_status s = launch_fused_q(qrows, st); s != FP8ATTN_SUCCESS) return s;
+  return launch_regroup(plan, st);
 }
 
 }  // extern "C"

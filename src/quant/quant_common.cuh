@@ -210,6 +210,23 @@ __device__ __forceinline__ void sign_masks_here(const SignTable<L>& t, int lane,
                : "r"(addr));
 }
 
+// This lane's kChunks runs of 8 BF16 values as floats, each run's sign flips applied first when
+// the pass rotates (kRotate; the masks loaded here, per run).
+template <int L, int kChunks, bool kRotate>
+__device__ __forceinline__ void decode_runs(const uint4 (&raw)[kChunks], const SignTable<L>& signs, int lane,
+                                            float* v) {
+#pragma unroll
+  for (int hi = 0; hi < kChunks; ++hi) {
+    if constexpr (kRotate) {
+      uint32_t mask[4];
+      sign_masks_here<L>(signs, lane, hi, mask);
+      bf16x8_to_float_signed(raw[hi], mask, &v[8 * hi]);
+    } else {
+      bf16x8_to_float(raw[hi], &v[8 * hi]);
+    }
+  }
+}
+
 // The strides 1, 2, 4: inside each run of 8 values.
 template <int N>
 __device__ __forceinline__ void hadamard_in_runs(float (&x)[N]) {

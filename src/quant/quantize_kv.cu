@@ -3,6 +3,8 @@
 // transposed tiles (quant/vt_tile.cuh), so that every SM runs the rotation-heavy K beside the
 // light V.
 // Last to first when `reverse_order`: the channel reduction's last reads are then still in L2.
+#include <algorithm>
+
 #include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/pdl.h"
@@ -29,30 +31,61 @@ struct KvTile {
 // K's rows one after the other: two side by side (rows_tile.cuh step_pair) measured 0.5% slower
 // here, where V's tiles already fill the waits.
 template <bool kRotate, rows::Scale kScale>
-__global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
-                                  KvTile<kRotate, kScale>::kCtasPerSm)
-    quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
-                       uint32_t v_tiles) {
-  ptx::let_next_grid_start();  // the Q pass, when it follows, takes the SMs this one leaves
-  const uint32_t total = nk + nv;
-  const uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
+__device__ __forceinline__ void kv_tile(const RowQuantArgs& k, const VtQuantArgs& v, uint32_t n,
+                                        uint32_t nk, uint32_t total, uint32_t k_tiles,
+                                        uint32_t v_tiles, const uint8_t* again) {
   // K tiles spread evenly among V's (K's tiles can hold twice V's rows): K tiles before
   // position n = floor(n nk / total).
   const uint32_t k_before = static_cast<uint32_t>(static_cast<uint64_t>(n) * nk / total);
   const uint32_t k_upto = static_cast<uint32_t>(static_cast<uint64_t>(n + 1) * nk / total);
-  if (k_upto > k_before) {
-    // K is complete: the statistics pass read it.
+  const bool is_k = k_upto > k_before;
+  const rows::Tile t = is_k ? rows::tile_of(k_before, k.x.heads, k_tiles)
+                            : rows::tile_of(n - k_before, v.v.heads, v_tiles);
+  if (again != nullptr) {  // the second quantization: only the flagged heads' tiles
+    const uint8_t f = again[static_cast<int64_t>(t.b) * v.v.heads + t.head];
+    if (!(f & (is_k ? 1u : 2u))) return;
+  }
+  if (is_k) {
+    // K is complete: the statistics pass read it (or the sample's launch started after it).
     using T = KvTile<kRotate, kScale>;
-    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false>(
-        k, rows::tile_of(k_before, k.x.heads, k_tiles));
+    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false>(k, t);
   } else {
-    vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(
-        v, rows::tile_of(n - k_before, v.v.heads, v_tiles));
+    vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(v, t);
+  }
+}
+
+// K's rows one after the other: two side by side (rows_tile.cuh step_pair) measured 0.5% slower
+// here, where V's tiles already fill the waits.
+// `again` null: one CTA per tile. Non-null (FP8ATTN_CENTRE_SAMPLE's second quantization): a
+// small grid that returns at once when no head is flagged (the usual case), else strides over
+// the tiles and does the flagged heads' ones.
+// (A separate kernel for the second quantization, so that its loop does not weigh on the first
+// pass's registers. Its loop may only run tiles that use no shared memory across iterations: V
+// tiles and per-head K tiles; a per-128-key K scale is never regrouped.)
+template <bool kRotate, rows::Scale kScale, bool kAgain>
+__global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
+                                  KvTile<kRotate, kScale>::kCtasPerSm)
+    quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
+                       uint32_t v_tiles, const uint8_t* again, uint32_t heads_total) {
+  ptx::let_next_grid_start();  // the Q pass, when it follows, takes the SMs this one leaves
+  const uint32_t total = nk + nv;
+  if constexpr (!kAgain) {
+    const uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
+    kv_tile<kRotate, kScale>(k, v, n, nk, total, k_tiles, v_tiles, nullptr);
+    return;
+  }
+  ptx::wait_for_previous_grid();  // the regroup's flags
+  int any = 0;
+  for (uint32_t i = threadIdx.x; i < heads_total; i += blockDim.x) any |= again[i];
+  if (!__syncthreads_or(any)) return;
+  for (uint32_t n = blockIdx.x; n < total; n += gridDim.x) {
+    kv_tile<kRotate, kScale>(k, v, n, nk, total, k_tiles, v_tiles, again);
   }
 }
 
 template <bool kRotate, rows::Scale kScale>
-cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream) {
+cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                   const uint8_t* again, int num_sms) {
   constexpr int kRows = rows::kTileRows<kScale>;
   const int k_tiles = (k.x.seqlen + kRows - 1) / kRows;
   const int v_tiles = (v.vt_pad + vt::kTileKeys - 1) / vt::kTileKeys;
@@ -60,21 +93,28 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   const int64_t nv = static_cast<int64_t>(v_tiles) * v.v.heads * v.v.batch;
   if (nk + nv >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   // After the statistics' finalize step, which writes the means and scales read here.
-  return launch_after(quantize_kv_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(nk + nv)),
+  const int64_t full = nk + nv;
+  const int64_t ctas =
+      again == nullptr ? full : std::min<int64_t>(full, int64_t{num_sms} * KvTile<kRotate, kScale>::kCtasPerSm);
+  return launch_after(again == nullptr ? quantize_kv_kernel<kRotate, kScale, false>
+                                       : quantize_kv_kernel<kRotate, kScale, true>,
+                      dim3(static_cast<unsigned>(ctas)),
                       dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
                       static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
-                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles));
+                      static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles), again,
+                      static_cast<uint32_t>(static_cast<int64_t>(v.v.batch) * v.v.heads));
 }
 
 }  // namespace
 
-cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream) {
+cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                               const uint8_t* again, int num_sms) {
   if (k.group_rows == 0) {
-    return k.rotate ? launch<true, rows::Scale::kKnown>(k, v, stream)
-                    : launch<false, rows::Scale::kKnown>(k, v, stream);
+    return k.rotate ? launch<true, rows::Scale::kKnown>(k, v, stream, again, num_sms)
+                    : launch<false, rows::Scale::kKnown>(k, v, stream, again, num_sms);
   }
-  return k.rotate ? launch<true, rows::Scale::kTile>(k, v, stream)
-                  : launch<false, rows::Scale::kTile>(k, v, stream);
+  return k.rotate ? launch<true, rows::Scale::kTile>(k, v, stream, again, num_sms)
+                  : launch<false, rows::Scale::kTile>(k, v, stream, again, num_sms);
 }
 
 }  // namespace fp8attn::quant

@@ -128,6 +128,10 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
     }
   };
 
+  // FP8ATTN_CENTRE_SAMPLE (K, known scale): max |x - mean| of this thread's valid rows, as bits.
+  uint32_t true_amax = 0u;
+  constexpr bool kTrueAmax = kScale == Scale::kKnown;
+
   // Row s (valid: s < S): rotation, smoothing (K), lse_bias (Q).
   auto transform = [&](int s, bool valid, float (&x)[kValues]) {
     if constexpr (kRotate) hadamard_lanes<kL>(x, lane);
@@ -143,6 +147,12 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         }
 #pragma unroll
         for (int j = 0; j < 8; ++j) x[8 * hi + j] = __fsub_rn(x[8 * hi + j], m[j]);
+      }
+    }
+    if constexpr (kTrueAmax) {
+      if (a.true_amax != nullptr && valid) {
+#pragma unroll
+        for (int v = 0; v < kValues; ++v) true_amax = max(true_amax, __float_as_uint(fabsf(x[v])));
       }
     }
     if (lse_row != nullptr) {
@@ -335,6 +345,12 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       rolled.template operator()<false>();
     } else {
       rolled.template operator()<true>();
+    }
+  }
+  if constexpr (kTrueAmax) {
+    if (a.true_amax != nullptr) {  // after the wait (the loop's): the sample zeroed it
+      const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, true_amax);
+      if (threadIdx.x % 32 == 0) atomicMax(a.true_amax + bh, m);
     }
   }
 }

@@ -75,6 +75,7 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
       }
     }
 
+    uint32_t true_amax[8] = {};  // FP8ATTN_CENTRE_SAMPLE: max |x - mean| of channel c + j
 #pragma unroll
     for (int st = 0; st < kSteps; ++st) {
       const int base = key0 + st * VtSlot::kKeysPerWarp;
@@ -96,6 +97,9 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
           const float f = a.v_mean != nullptr ? __fsub_rn(x[m][j], mean[j]) : x[m][j];
+          if (a.true_amax != nullptr && (keep >> (8 * m)) & 1u) {
+            true_amax[j] = max(true_amax[j], __float_as_uint(fabsf(f)));
+          }
           y[m] = __fmul_rn(f, inv[j]);
         }
         const int64_t row = row0 + static_cast<int64_t>(j) * a.vt_pad;
@@ -107,6 +111,16 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
           const uint32_t word = (e4m3x2(y[0], y[1]) | (e4m3x2(y[2], y[3]) << 16)) & keep;
           *reinterpret_cast<uint32_t*>(a.vt + row + pos) = word;
         }
+      }
+    }
+    if (a.true_amax != nullptr) {  // over the 16 lane pairs holding the same channels
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int off = 2; off < 32; off *= 2) {
+          true_amax[j] = max(true_amax[j], __shfl_xor_sync(0xFFFFFFFFu, true_amax[j], off));
+        }
+        if (lane < 2) atomicMax(a.true_amax + bh * kHeadDim + c + j, true_amax[j]);
       }
     }
   }

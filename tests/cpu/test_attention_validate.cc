@@ -14,6 +14,7 @@
 namespace {
 using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
+using fp8attn::attn::short_tiles;
 using fp8attn::attn::validate;
 
 // A valid call's parameters with fake (aligned, never dereferenced) device pointers, 4 GiB apart
@@ -84,6 +85,28 @@ TEST(AttentionValidate, OtherArgumentsNamed) {
   EXPECT_EQ(validate(nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
 }
 
+// E4M3 P with one K descale per head: the TMA-store epilogue where a tile visits at most
+// kShortTileKeys keys on average (per row, bottom-right causal).
+TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
+  std::mt19937 rng(std::random_device{}());
+  const struct {
+    int sq, sk, causal;
+    bool tma;
+  } cases[] = {{1024, 1024, 1, true},  {1024, 1024, 0, true},   {2048, 2048, 0, true},
+               {2048, 2048, 1, true},  {4096, 4096, 1, true},   {4096, 4096, 0, false},
+               {8192, 8192, 1, false}, {8192, 8192, 0, false},  {2048, 16384, 1, false},
+               {16384, 2048, 1, true}, {1, 2048, 0, true},     {1, 2049, 0, false}};
+  for (const auto& c : cases) {
+    fp8attn_fwd_params p = valid_params(rng);
+    p.seqlen_q = c.sq;
+    p.seqlen_k = c.sk;
+    p.causal = c.causal;
+    p.p_precision = FP8ATTN_P_E4M3;
+    EXPECT_EQ(select_kernel(p), c.tma ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192)
+        << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
+  }
+}
+
 // The selection is what the library shipped before it became a function: E4M3 P one-level with
 // 192-key blocks, 128 with a per-block K descale; hi+lo two-level; FP16 one configuration.
 TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
@@ -92,9 +115,10 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
   for (int i = 0; i < 20; ++i) {
     fp8attn_fwd_params p = valid_params(rng);
     p.p_precision = FP8ATTN_P_E4M3;
-    EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block192);
+    const KernelId e4m3 = short_tiles(p) ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192;
+    EXPECT_EQ(select_kernel(p), e4m3);
     p.k_descale = kd;  // one per head: stride 0 along blocks
-    EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block192);
+    EXPECT_EQ(select_kernel(p), e4m3);
     p.kd_stride_blk = 1 + rng() % 7;
     EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block128);
     p.p_precision = FP8ATTN_P_E4M3_HILO;

@@ -19,6 +19,7 @@
 namespace {
 using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
+using fp8attn::attn::short_tiles;
 
 struct Case {
   fp8attn_kv_cache cache;
@@ -77,7 +78,10 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
   std::mt19937_64 rng(fp8attn::test::fresh_seed("KernelParams.EveryTensorAtItsDocumentedLayout"));
   for (int iter = 0; iter < 200; ++iter) {
     const Case c = random_case(rng);
-    const fp8attn_kv_cache& k = c.cache;
+    fp8attn_kv_cache k = c.cache;
+    // Every other case a cache with an FP16 V^T: the parameters then ask for FP16 P, the one
+    // precision that reads it (the kernel's validation refuses any other).
+    if (iter % 2) k.vt_dtype = FP8ATTN_VT_FP16;
     const fp8attn_q_quant& q = c.qq;
     fp8attn_fwd_params p = poisoned();
     ASSERT_EQ(fp8attn_fwd_params_from_quant(&p, &q, &k, c.o, c.lse), FP8ATTN_SUCCESS)
@@ -94,7 +98,8 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
     EXPECT_EQ(p.lse, c.lse);
     EXPECT_EQ(p.softmax_scale, q.softmax_scale);
     EXPECT_EQ(p.causal, 0);
-    EXPECT_EQ(p.p_precision, FP8ATTN_P_E4M3);
+    EXPECT_EQ(p.vt_dtype, k.vt_dtype);
+    EXPECT_EQ(p.p_precision, k.vt_dtype == FP8ATTN_VT_FP16 ? FP8ATTN_P_FP16 : FP8ATTN_P_E4M3);
     EXPECT_EQ(p.lse_bias, k.options.smooth_k ? q.lse_bias : nullptr);
     EXPECT_EQ(p.o_bias, k.options.smooth_v ? k.v_mean : nullptr);
 
@@ -135,8 +140,10 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
 
     // The kernel accepts what the composition builds, and runs the blocks the K scale allows.
     EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
-    EXPECT_EQ(select_kernel(p), k.options.k_scale == FP8ATTN_K_SCALE_HEAD ? KernelId::kE4M3Block192
-                                                                         : KernelId::kE4M3Block128);
+    const KernelId e4m3 = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kE4M3Block128
+                          : fp8attn::attn::short_tiles(p)            ? KernelId::kE4M3Block192TmaStore
+                                                                     : KernelId::kE4M3Block192;
+    EXPECT_EQ(select_kernel(p), k.vt_dtype == FP8ATTN_VT_FP16 ? KernelId::kFP16VtBlock128 : e4m3);
     if (testing::Test::HasFailure()) break;
   }
 }

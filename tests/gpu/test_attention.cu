@@ -361,14 +361,7 @@ bool mirror_as_kernel() {
   }
   DeviceRun run(p);
   const fp8attn_fwd_params a = run.params();
-  const fp8attn_status st = fp8attn_attention_fwd(&a, nullptr);
-  if (st != FP8ATTN_SUCCESS)
-    return ::testing::AssertionFailure() << "status " << st << ": " << fp8attn_last_error();
-  const cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) return ::testing::AssertionFailure() << "kernel: " << cudaGetErrorString(e);
-  std::string why;
-  if (!run.download(out, why)) return ::testing::AssertionFailure() << why;
-  return ::testing::AssertionSuccess();
+  return launch_and_download(run, a, out);
 }
 
 #define REQUIRE_DEVICE_OR_MIRROR()          \
@@ -459,6 +452,29 @@ TEST_P(AgainstFp64, BoundAndRmse) {
   const Result ref = reference_f64(p);
   const Verdict v = check_against_reference(s, out, mirror_kernel(p), ref);
   EXPECT_TRUE(v.ok) << v.msg;
+}
+
+// FP16 V^T holding values with FP16's precision (most not E4M3 values): the FP16 V^T kernel
+// against exact FP64 attention on those values, with the same derived bounds as every shape.
+TEST(AgainstFp64, Fp16VtFullPrecisionValues) {
+  REQUIRE_DEVICE_OR_MIRROR();
+  for (Shape s : {Shape{1, 128, 128, 2, 2, false, FP8ATTN_P_FP16}, Shape{2, 200, 300, 4, 2, true, FP8ATTN_P_FP16},
+                  Shape{1, 257, 450, 2, 1, false, FP8ATTN_P_FP16, true, false, true},
+                  Shape{1, 1000, 1000, 8, 2, true, FP8ATTN_P_FP16, false, false, true},
+                  Shape{2, 100, 1, 2, 1, false, FP8ATTN_P_FP16}}) {
+    s.vt_fp16 = true;
+    const uint64_t seed = test_seed(0xF16F64u + s.sq * 17 + s.sk + s.h * 3 + s.causal);
+    std::printf("    %s seed %llu\n", s.name().c_str(), (unsigned long long)seed);
+    const Problem p = with_fp16_values(make_problem(s, seed), seed);
+    int64_t not_e4m3 = 0;
+    for (float x : p.v_raw) not_e4m3 += model::round_e4m3(x) != x;
+    EXPECT_GT(not_e4m3, int64_t(p.v_raw.size() / 2)) << "the test must use FP16's precision";
+    Output out;
+    ASSERT_TRUE(run_kernel(p, out));
+    const Result ref = reference_f64(p);
+    const Verdict v = check_against_reference(s, out, mirror_kernel(p), ref);
+    EXPECT_TRUE(v.ok) << s.name() << ": " << v.msg;
+  }
 }
 
 std::vector<Shape> fp64_shapes() {

@@ -110,6 +110,9 @@ struct Problem {
   Shape s;
   std::vector<uint8_t> q8, k8, vt8;  // (b,sq,h,d), (b,sk,h_kv,d), (b,h_kv,d,sk_pad) permuted
   std::vector<uint8_t> v8;           // (b,sk,h_kv,d), for the host mirror
+  // vt_fp16 only, optional: V's FP16 codes (b,sk,h_kv,d) when they carry more precision than
+  // E4M3 (with_fp16_values); empty: the FP16 V^T holds v8's values (exact).
+  std::vector<uint16_t> v16;
   std::vector<float> q_descale;      // (b,h,sq)    finest granularities the ABI takes, so every
   std::vector<float> k_descale;      // (b,h_kv,kblk) index of the descale arrays is exercised
   std::vector<float> v_descale;      // (b,h_kv,d)
@@ -127,6 +130,8 @@ struct Problem {
       for (size_t i = 0; i < codes.size(); ++i) raw[i] = model::e4m3_to_float(codes[i]);
     };
     decode(q8, q_raw), decode(k8, k_raw), decode(v8, v_raw);
+    if (!v16.empty())
+      for (size_t i = 0; i < v16.size(); ++i) v_raw[i] = model::fp16_to_float(v16[i]);
     q_deq.resize(q_raw.size()), k_deq.resize(k_raw.size()), v_deq.resize(v_raw.size());
     for (int b = 0; b < s.b; ++b)
       for (int c = 0; c < kD; ++c) {
@@ -262,6 +267,19 @@ struct Result {
 };
 
 // Exact attention in FP64 on the values the kernel's inputs stand for (dequantized E4M3).
+// V with FP16's full precision (FP16 V^T kernels): each value v8 * (1 + u), u uniform in
+// [-1/16, 1/16], rounded to FP16 (|v| <= 448 * 17/16, inside FP16's range), so most are not E4M3
+// values; the decoded copies (v_raw, v_deq) follow, so the references and mirrors see them.
+inline Problem with_fp16_values(Problem p, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0xF16F16F16ull);
+  std::uniform_real_distribution<float> jitter(-1.0f / 16, 1.0f / 16);
+  p.v16.resize(p.v8.size());
+  for (size_t i = 0; i < p.v8.size(); ++i)
+    p.v16[i] = model::float_to_fp16(model::e4m3_to_float(p.v8[i]) * (1.0f + jitter(rng)));
+  p.finish();
+  return p;
+}
+
 inline Result reference_f64(const Problem& p) {
   const Shape& s = p.s;
   Result r;
@@ -468,7 +486,8 @@ class DeviceRun {
           for (int c = 0; c < kD; ++c)
             for (int key = 0; key < s.sk; ++key)
               vt16[((int64_t(b) * s.h_kv + h) * kD + c) * pad + key] =
-                  model::float_to_fp16(model::e4m3_to_float(p_.v8[p_.ki(b, key, h, c)]));
+                  p_.v16.empty() ? model::float_to_fp16(model::e4m3_to_float(p_.v8[p_.ki(b, key, h, c)]))
+                                 : p_.v16[p_.ki(b, key, h, c)];
       a.vt = upload(vt16);
       a.vt_dtype = FP8ATTN_VT_FP16;
     } else {
@@ -531,5 +550,17 @@ class DeviceRun {
   uint8_t* lse_ = nullptr;
   size_t o_bytes_ = 0, lse_bytes_ = 0;
 };
+
+// Launches the kernel on `a` (parameters of `run`'s buffers), waits, and downloads the outputs.
+inline ::testing::AssertionResult launch_and_download(DeviceRun& run, const fp8attn_fwd_params& a, Output& out) {
+  const fp8attn_status st = fp8attn_attention_fwd(&a, nullptr);
+  if (st != FP8ATTN_SUCCESS)
+    return ::testing::AssertionFailure() << "status " << st << ": " << fp8attn_last_error();
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return ::testing::AssertionFailure() << "kernel: " << cudaGetErrorString(e);
+  std::string why;
+  if (!run.download(out, why)) return ::testing::AssertionFailure() << why;
+  return ::testing::AssertionSuccess();
+}
 
 }  // namespace fp8attn::test

@@ -91,14 +91,15 @@ void expect_same_bits(const std::vector<T>& gpu, const std::vector<T>& cpu, cons
 using fp8attn::test::fresh_seed;
 
 // N(bias_c, 1) with 0.1% N(0, 100) outliers, as BF16 codes.
-void fill_random(std::mt19937_64& rng, uint16_t* out, size_t n, float bias_std) {
+void fill_random(std::mt19937_64& rng, uint16_t* out, size_t n, float bias_std,
+                 bool outliers = true) {
   std::normal_distribution<float> n01(0.0f, 1.0f);
   std::bernoulli_distribution outlier(0.001);
   std::vector<float> bias(kD);
   for (float& x : bias) x = bias_std * n01(rng);
   for (size_t i = 0; i < n; ++i) {
     float x = bias[i % kD] + n01(rng);
-    if (outlier(rng)) x += 10.0f * n01(rng);
+    if (outlier(rng) && outliers) x += 10.0f * n01(rng);
     out[i] = fm::float_to_bf16(x);
   }
 }
@@ -127,13 +128,14 @@ struct Inputs {
   }
 };
 
-Inputs random_inputs(uint64_t seed, int b, int sq, int sk, int h, int h_kv, bool packed) {
+Inputs random_inputs(uint64_t seed, int b, int sq, int sk, int h, int h_kv, bool packed,
+                     bool outliers = true) {
   std::mt19937_64 rng(seed);
   Inputs in{b, sq, sk, h, h_kv, {}, {}, packed};
   in.q.resize(size_t(b) * sq * h * kD);
   in.kv.resize(size_t(b) * sk * 2 * h_kv * kD);
   fill_random(rng, in.q.data(), in.q.size(), 0.5f);
-  fill_random(rng, in.kv.data(), in.kv.size(), 6.0f);
+  fill_random(rng, in.kv.data(), in.kv.size(), 6.0f, outliers);
   return in;
 }
 
@@ -246,8 +248,8 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
                " smooth_v=" + std::to_string(opt.smooth_v) + " hadamard=" +
                std::to_string(opt.hadamard_qk) + " q_scale=" + std::to_string(opt.q_scale) +
                " k_scale=" + std::to_string(opt.k_scale) + " v_scale=" +
-               std::to_string(opt.v_scale) + " pad=" + std::to_string(vt_pad) + " packed=" +
-               std::to_string(in.packed));
+               std::to_string(opt.v_scale) + " centre=" + std::to_string(opt.centre) +
+               " pad=" + std::to_string(vt_pad) + " packed=" + std::to_string(in.packed));
   const float softmax_scale = 1.0f / std::sqrt(128.0f);
   // Both V^T forms: E4M3 (permuted) and FP16 (natural order, FP8ATTN_P_FP16's cache).
   for (const int vt_dtype : {FP8ATTN_VT_E4M3, FP8ATTN_VT_FP16}) {
@@ -271,11 +273,13 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
 }
 
 fp8attn_quant_options options(bool smooth_k, bool smooth_v, bool hadamard, int q_scale,
-                              int k_scale, int v_scale, uint64_t seed) {
+                              int k_scale, int v_scale, uint64_t seed,
+                              int centre = FP8ATTN_CENTRE_MEAN) {
   fp8attn_quant_options o;
   fp8attn_quant_options_init(&o);
   o.smooth_k = smooth_k, o.smooth_v = smooth_v, o.hadamard_qk = hadamard;
   o.q_scale = q_scale, o.k_scale = k_scale, o.v_scale = v_scale, o.hadamard_seed = seed;
+  o.centre = centre;
   return o;
 }
 
@@ -285,7 +289,9 @@ struct OptionSet {
   bool smooth_k, smooth_v, hadamard;
   int q_scale, k_scale, v_scale;
   bool extra_pad;
+  int centre = FP8ATTN_CENTRE_MEAN;
 };
+constexpr int kSample = FP8ATTN_CENTRE_SAMPLE;
 constexpr int kQTok = FP8ATTN_Q_SCALE_TOKEN, kQBlk = FP8ATTN_Q_SCALE_BLOCK128;
 constexpr int kKHead = FP8ATTN_K_SCALE_HEAD, kKBlk = FP8ATTN_K_SCALE_BLOCK128;
 constexpr int kVCh = FP8ATTN_V_SCALE_CHANNEL, kVHead = FP8ATTN_V_SCALE_HEAD;
@@ -296,6 +302,12 @@ const OptionSet kOptionSets[] = {
     {false, true, true, kQBlk, kKBlk, kVHead, true},
     {false, false, false, kQTok, kKHead, kVCh, false},
     {false, false, false, kQTok, kKBlk, kVCh, true},
+    // The one-pass pre-pass (the sample's centre and bounds) with the same granularities.
+    {true, true, true, kQTok, kKHead, kVCh, false, kSample},
+    {true, true, true, kQTok, kKBlk, kVCh, false, kSample},
+    {true, true, false, kQBlk, kKHead, kVHead, false, kSample},
+    {false, true, true, kQBlk, kKBlk, kVHead, true, kSample},
+    {false, false, false, kQTok, kKHead, kVCh, false, kSample},
 };
 
 TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
@@ -308,8 +320,8 @@ TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
     const uint64_t seed = fresh_seed("random case");
     const Inputs in = random_inputs(seed, s.b, s.sq, s.sk, s.h, s.h_kv, s.packed);
     for (const OptionSet& o : kOptionSets) {
-      const fp8attn_quant_options opt =
-          options(o.smooth_k, o.smooth_v, o.hadamard, o.q_scale, o.k_scale, o.v_scale, seed);
+      const fp8attn_quant_options opt = options(o.smooth_k, o.smooth_v, o.hadamard, o.q_scale,
+                                                o.k_scale, o.v_scale, seed, o.centre);
       const int pad = o.extra_pad ? (s.sk + 31) / 32 * 32 + 160 : 0;
       compare_with_mirror(in, opt, pad);
       if (HasFatalFailure()) return;
@@ -340,10 +352,48 @@ TEST(QuantGpu, MatchesCpuMirrorOnCapturedFixture) {
       compare_with_mirror(in, options(true, true, rotate == 1, kQTok, rotate ? kKHead : kKBlk,
                                       kVCh, 1234 + rotate), 0);
     }
+    compare_with_mirror(in, options(true, true, true, kQTok, kKHead, kVCh, 1236, kSample), 0);
     ++used;
   }
   std::printf("[ info ] compared %d captured file(s) from data/fixtures\n", used);
   EXPECT_GT(used, 0) << "fixture files found but none holds BF16 q, k, v (1, s, h, 128)";
+}
+
+// FP8ATTN_CENTRE_SAMPLE when the sample misses a group's largest values: keys outside the
+// sample (fp8attn_sample_key) made 1000x larger in one V channel and in K, in some heads only, so
+// that the regroup and the second quantization run for those heads and not for the others; the
+// bytes still equal the mirror's, and the mirror says the case is the one meant.
+TEST(QuantGpu, OnePassRegroupsOverBoundGroups) {
+  const uint64_t seed = fresh_seed("one-pass regroup case");
+  for (const int sk : {1000, 4097}) {
+    // No random outliers in K, V: one of 10 sigma outside the sample may exceed a bound on its
+    // own (a legitimate regroup), and the heads meant to be left alone must stay so.
+    Inputs in = random_inputs(seed, 2, 130, sk, 4, 2, false, false);
+    std::vector<bool> sampled(sk, false);
+    for (int i = 0; i < fp8attn_sample_rows(sk); ++i) sampled[fp8attn_sample_key(sk, i)] = true;
+    const int key = sampled[sk / 2 + 1] ? sk / 2 + 2 : sk / 2 + 1;  // not a sampled key
+    ASSERT_FALSE(sampled[key]);
+    // At least 1000 in magnitude (1000 (x + 1) could land near 0, inside the bound, for x near -1).
+    auto grow = [&](std::vector<uint16_t>& x, size_t i) {
+      x[i] = fm::float_to_bf16(1000.0f * (std::fabs(fm::bf16_to_float(x[i])) + 1.0f));
+    };
+    const size_t k_row = (size_t(1) * sk + key) * 2 + 1;  // batch 1, head 1 of K
+    for (int c = 0; c < kD; c += 5) grow(in.kv, k_row * kD + c);
+    const size_t v_base = size_t(2) * sk * 2 * kD;        // V after K (not packed)
+    grow(in.kv, v_base + ((size_t(0) * sk + key) * 2 + 0) * kD + 17);  // batch 0, head 0, ch 17
+    for (const OptionSet& o : kOptionSets) {
+      if (o.centre != kSample) continue;
+      const fp8attn_quant_options opt = options(o.smooth_k, o.smooth_v, o.hadamard, o.q_scale,
+                                                o.k_scale, o.v_scale, seed, o.centre);
+      const fm::KvCacheHost cpu = fm::prepass_kv(in.k_view(), in.v_view(), opt, 0);
+      EXPECT_EQ(cpu.resampled[0] & 2, 2) << "V of (0, 0) should be over its bound";
+      if (o.k_scale == kKHead) EXPECT_EQ(cpu.resampled[3] & 1, 1) << "K of (1, 1)";
+      EXPECT_EQ(cpu.resampled[1] | cpu.resampled[2], 0) << "heads left alone stay so";
+      FP8ATTN_REQUIRE_SM90();  // the case is checked above on the CPU alone
+      compare_with_mirror(in, opt, 0);
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 // Argument checks run before any device work, so these run without a GPU too.
@@ -388,6 +438,17 @@ TEST(QuantApi, RefusesBadArgumentsWithAClearMessage) {
   EXPECT_EQ(fp8attn_quantize_kv(&ok, &ok, &opt, &cache, buf, size_t(1) << 40, nullptr),
             FP8ATTN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp8attn_quant_last_error()).find("k_scale"), std::string::npos);
+  opt.k_scale = FP8ATTN_K_SCALE_HEAD;
+  opt.centre = 2;
+  EXPECT_EQ(fp8attn_quantize_kv(&ok, &ok, &opt, &cache, buf, size_t(1) << 40, nullptr),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("centre"), std::string::npos);
+  opt.centre = FP8ATTN_CENTRE_SAMPLE;
+  opt.reserved = 1;
+  EXPECT_EQ(fp8attn_quantize_kv(&ok, &ok, &opt, &cache, buf, size_t(1) << 40, nullptr),
+            FP8ATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8attn_quant_last_error()).find("reserved"), std::string::npos);
+  opt.reserved = 0;
 
   fp8attn_q_quant qq{};
   ASSERT_EQ(fp8attn_q_quant_init(&qq, buf, size_t(1) << 40, 1, 64, 3, 128), FP8ATTN_SUCCESS);
@@ -435,7 +496,9 @@ TEST(QuantApi, DefaultsAreTheNumericsDecision) {
   EXPECT_EQ(o.k_scale, FP8ATTN_K_SCALE_HEAD);
   EXPECT_EQ(o.v_scale, FP8ATTN_V_SCALE_CHANNEL);
   EXPECT_NE(o.hadamard_seed, 0u);
-  EXPECT_EQ(sizeof(fp8attn_quant_options), 32u);  // bench/bench_prepass.py mirrors the layout
+  EXPECT_EQ(o.centre, FP8ATTN_CENTRE_MEAN);
+  EXPECT_EQ(o.reserved, 0);
+  EXPECT_EQ(sizeof(fp8attn_quant_options), 40u);  // python/fp8attn/capi.py mirrors the layout
   const fp8attn::QuantOptions cpp = fp8attn::default_quant_options();
   EXPECT_EQ(std::memcmp(&cpp, &o, sizeof o), 0);
   unsetenv("FP8ATTN_QUANT_VARIANT");

@@ -93,6 +93,7 @@ struct Case {
   int b, sq, sk, h, h_kv;
   bool causal, hadamard;
   bool k_head;  // one K descale per head: the kernel's 192-key blocks; else per 128 keys
+  int centre = FP8ATTN_CENTRE_MEAN;  // FP8ATTN_CENTRE_SAMPLE: the one-pass pre-pass (issue 17)
 };
 
 class QuantAttention : public ::testing::TestWithParam<Case> {};
@@ -122,6 +123,7 @@ TEST_P(QuantAttention, EndToEndEqualsSplitPathAndMeetsReferences) {
   opt.quant.hadamard_qk = t.hadamard;
   opt.quant.k_scale = t.k_head ? FP8ATTN_K_SCALE_HEAD : FP8ATTN_K_SCALE_BLOCK128;
   opt.quant.hadamard_seed = seed;
+  opt.quant.centre = t.centre;
   const float scale = 1.0f / std::sqrt(128.0f);
   fp8attn::Workspace ws;
   const size_t no = nq, nl = size_t(t.b) * t.h * t.sq;
@@ -293,14 +295,21 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantAttention,
                                            Case{1, 256, 700, 4, 4, true, true, true},
                                            Case{2, 300, 517, 4, 2, false, false, false},
                                            Case{1, 256, 700, 4, 4, true, true, false},
-                                           Case{1, 129, 129, 8, 1, true, false, true}),
+                                           Case{1, 129, 129, 8, 1, true, false, true},
+                                           // The one-pass pre-pass: the end-to-end call, the
+                                           // split path and the mirror's codes agree with it too.
+                                           Case{2, 300, 517, 4, 2, false, true, true,
+                                                FP8ATTN_CENTRE_SAMPLE},
+                                           Case{1, 256, 700, 4, 4, true, true, false,
+                                                FP8ATTN_CENTRE_SAMPLE}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            const Case& c = info.param;
                            return "b" + std::to_string(c.b) + "_sq" + std::to_string(c.sq) +
                                   "_sk" + std::to_string(c.sk) + "_h" + std::to_string(c.h) +
                                   "_" + std::to_string(c.h_kv) + (c.causal ? "_causal" : "") +
                                   (c.hadamard ? "_hadamard" : "") +
-                                  (c.k_head ? "_khead" : "_kblock");
+                                  (c.k_head ? "_khead" : "_kblock") +
+                                  (c.centre == FP8ATTN_CENTRE_SAMPLE ? "_sample" : "");
                          });
 
 TEST(QuantAttentionApi, RefusesBadShapes) {

@@ -2,7 +2,11 @@
 // initcheck, synccheck), one per test so that each tool sees one target at a time:
 //   Sanitize.DefaultCausal / DefaultFull: the shipped default (E4M3 P, one K descale per head:
 //     192-key blocks) at a persistent shape, 144 tiles of 128 rows > 132 SMs (b 1, h 18, s 1024)
-//   Sanitize.HiLo / Fp16: the other precision modes at the same shape (causal)
+//     (short tiles: the kernel whose O leaves through shared memory and the TMA)
+//   Sanitize.DefaultLongTiles: the default with long tiles (b 1, h 5, s 4096, not causal: 160
+//     tiles), the kernel that stores O from registers (attn/select.h, short_tiles)
+//   Sanitize.HiLo / Fp16 / Fp16Vt: the other precision modes at the same shape (causal), FP16 P
+//     from E4M3 V^T (converter warps) and from FP16 V^T (TMA-loaded)
 //   Sanitize.PrePass: the end-to-end call (pre-pass with default options + kernel) at that shape
 // Each also checks its output: every O and LSE element written and finite.
 #include <cuda_runtime.h>
@@ -51,6 +55,16 @@ Shape shape(bool causal, int pp, bool k_head) {
 
 TEST(Sanitize, DefaultCausal) { run_kernel(shape(true, FP8ATTN_P_E4M3, true)); }
 TEST(Sanitize, DefaultFull) { run_kernel(shape(false, FP8ATTN_P_E4M3, true)); }
+TEST(Sanitize, DefaultLongTiles) {
+  Shape s{1, 4096, 4096, 5, 1, false, FP8ATTN_P_E4M3};
+  s.k_head = true;
+  run_kernel(s);
+}
+TEST(Sanitize, Fp16Vt) {
+  Shape s = shape(true, FP8ATTN_P_FP16, false);
+  s.vt_fp16 = true;
+  run_kernel(s);
+}
 TEST(Sanitize, HiLo) { run_kernel(shape(true, FP8ATTN_P_E4M3_HILO, false)); }
 TEST(Sanitize, Fp16) { run_kernel(shape(true, FP8ATTN_P_FP16, false)); }
 

@@ -62,13 +62,14 @@ def test_every_method_and_reference_runs_at_the_dataset_scale(seed):
         dry.exact_attention(q, k, v, c)[0]))
     # Each method's twin that drops the scale: the honest one must be much nearer the reference.
     for name, (kind, fn) in dry.accuracy_methods(dry).items():
-        if kind == "fp8":
+        if kind in ("fp8", "fp8_v16"):
             methods[name + "#dropped"] = (kind, lambda qz, c, s, fn=fn: fn(qz, c, None))
-        elif kind in ("bf16", "e2e"):
+        elif kind in ("bf16", "e2e", "e2e_v16"):
             methods[name + "#dropped"] = (kind, lambda q, k, v, c, s, fn=fn: fn(q, k, v, c, None))
     notes = []
     recs, lse = accuracy.run_dataset("captured:padded", qkv, True, methods, dry.Quantized, lambda m: None,
-                                     notes, prepass=dry.Prepass, ops=dry, softmax_scale=SCALE)
+                                     notes, prepass=dry.Prepass, ops=dry, softmax_scale=SCALE,
+                                     quantize_v16=dry.with_fp16_v)
     assert not notes, notes
     assert all(r["softmax_scale"] == SCALE for r in recs + lse)
     # The end-to-end reference is exact attention at 1/8.
@@ -161,7 +162,9 @@ def test_gpu_methods_pass_the_scale_on(monkeypatch, seed):
         "fa3_fp8" if a[0].dtype != torch.bfloat16 else "fa3_bf16", softmax_scale))
     monkeypatch.setattr(gm, "_sdpa_call", lambda be, q, k, v, c, gqa, scale=None: record(be.name, scale))
     monkeypatch.setattr(fc, "kernel_call", lambda lib, qz, c, m, s=None: (record(m, s), None))
-    monkeypatch.setattr(fc, "end_to_end_call", lambda lib, q, k, v, c, s=None: (record("e2e", s), None))
+    monkeypatch.setattr(fc, "end_to_end_call", lambda lib, q, k, v, c, s=None, mode="fp8attn": (
+        record(f"e2e:{mode}", s), None))
+    monkeypatch.setattr(fc, "accurate_call", lambda lib, qv, c, s=None: (record("accurate", s), None))
     monkeypatch.setattr(fc, "MODES", {"fp8attn": "FP8ATTN_P_E4M3"})
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn((1, 8, 2, 128), generator=g).to(torch.bfloat16) for _ in range(3))
@@ -170,10 +173,11 @@ def test_gpu_methods_pass_the_scale_on(monkeypatch, seed):
                                k_descale=torch.ones((1, 2)), v_descale=torch.ones((1, 2)))
     ms = gm.accuracy_methods(object(), [], fa3)
     for name, (kind, fn) in ms.items():
-        if kind == "fp8":
+        if kind in ("fp8", "fp8_v16"):
             fn(qz, False, SCALE)
-        elif kind in ("bf16", "e2e"):
+        elif kind in ("bf16", "e2e", "e2e_v16"):
             fn(q, k, v, False, SCALE)
     tags = {t for t, _ in seen}
-    assert {"fa3_fp8", "fa3_bf16", "fp8attn", "e2e", "CUDNN_ATTENTION", "FLASH_ATTENTION"} <= tags, tags
+    assert {"fa3_fp8", "fa3_bf16", "fp8attn", "e2e:fp8attn", "e2e:fp8attn_accurate", "accurate",
+            "CUDNN_ATTENTION", "FLASH_ATTENTION"} <= tags, tags
     assert all(s == SCALE for _, s in seen), seen

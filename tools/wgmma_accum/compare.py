@@ -43,10 +43,13 @@ import rule as acc_rule  # noqa: E402
 # model/kernel_mirror.cc's kernel_numerics gives them for per-head K descales (192-key blocks, l
 # the tensor core's sum of the rounded P, O one-level, P offset 2^5 with a max slack of 2^3
 # (include/fp8attn/fp8attn.h), ex2.approx.ftz).
+# Both read python/fp8attn/quantize.py's per-head inputs, whose descale torch computes as
+# amax * fp32(1/448) (a CUDA tensor divided by a Python float is multiplied by its FP32 reciprocal),
+# one ulp above amax/448 for some amax: torch_scale=1 makes the model's inputs those very bytes.
 MIRROR = {
-    "fa3_fp8": "fa3-fp8",
-    "fa3-fp8": "fa3-fp8",
-    "fp8attn": "fa3-fp8:block=192:l_rounded=1:p_offset=5:slack=3:ftz=1",
+    "fa3_fp8": "fa3-fp8:torch_scale=1",
+    "fa3-fp8": "fa3-fp8:torch_scale=1",
+    "fp8attn": "fa3-fp8:torch_scale=1:block=192:l_rounded=1:p_offset=5:slack=3:ftz=1",
 }
 # The harness's "<mode>@prepass" methods (inputs "prepass"): the library's pre-pass with its default
 # options (bench/fp8attn_calls.py prepass()), then the kernel in that mode; the model's scheme of
@@ -55,6 +58,10 @@ PREPASS_MIRROR = {
     "fp8attn@prepass": "fp8attn-default",
 }
 TOLERANCE = 0.10
+# What the model's schemes meant when a cache's figures were computed. A scheme's name can change
+# meaning (fp8attn-default took the library's Hadamard seed in emulation 2), and the cache is keyed
+# by name: a cache of another emulation is refused, not silently reused.
+EMULATION = 2
 # --model-only: the harness's methods on captured data (bench/methods.py, bench/accuracy.py).
 HARNESS_METHODS = {"fa3_fp8": MIRROR["fa3_fp8"], "fp8attn": MIRROR["fp8attn"],
                    "fp8attn@prepass": PREPASS_MIRROR["fp8attn@prepass"]}
@@ -182,7 +189,11 @@ def main(argv=None) -> int:
         runs.setdefault((str(data_of(stem, suffix)), causal, scale), set()).add(v["spec"] + keys)
     model: dict[tuple, dict] = {}
     cache = (json.loads(args.model_cache.read_text()) if args.model_cache and args.model_cache.exists()
-             else {"figures": {}})
+             else {"figures": {}, "emulation": EMULATION})
+    if cache.get("emulation") != EMULATION:
+        raise SystemExit(f"{args.model_cache}: figures of model emulation {cache.get('emulation', 1)}, "
+                         f"this is {EMULATION} (fp8attn-default's Hadamard seed, the harness's "
+                         "per-head scales): give a new --model-cache")
     figures, reused, runs_done = cache["figures"], 0, 0
     for (data, causal, scale), specs in sorted(runs.items(), key=str):
         data = pathlib.Path(data)
