@@ -46,14 +46,15 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
         !make_tma_4d(&kp.tma_vt, p.vt, dv, sv, bv, swv))
       return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
                   "cuTensorMapEncodeTiled rejected a tensor (strides/extents out of TMA range)");
-    // Config::kTmaStoreO: O (BF16) as bytes; each consumer warpgroup stores its 64 rows as two 128-byte column halves.
+    // Config::kTmaStoreO: O (BF16) as bytes; each consumer warpgroup stores its 64 rows as two
+    // 128-byte column halves.
     // Validation guarantees a 16-byte aligned base and 16-byte multiples as strides; should the
     // driver still reject the description, O is written from registers.
     const cuuint64_t dout[4] = {2 * 128, cuuint64_t(p.heads), cuuint64_t(p.seqlen_q), cuuint64_t(p.batch)};
     const cuuint64_t sout[3] = {2 * cuuint64_t(p.o_stride_h), 2 * cuuint64_t(p.o_stride_s),
                                 2 * cuuint64_t(p.o_stride_b)};
     const cuuint32_t bout[4] = {128, 1, 64, 1};
-    kp.o_tma = Cfg::kTmaStoreO && opts.o_store_tma && make_tma_4d(&kp.tma_o, p.o, dout, sout, bout, CU_TENSOR_MAP_SWIZZLE_128B);
+    kp.o_tma = Cfg::kTmaStoreO && make_tma_4d(&kp.tma_o, p.o, dout, sout, bout, CU_TENSOR_MAP_SWIZZLE_128B);
   }
   kp.batch = p.batch;
   kp.seqlen_q = p.seqlen_q;

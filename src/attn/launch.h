@@ -13,7 +13,6 @@ namespace fp8attn::attn {
 struct LaunchOptions {
   bool persistent = true;       // one CTA per SM claiming tiles from a counter (> SM tiles)
   bool causal_sections = true;  // causal: longest first across L2-sized sections of heads
-  bool o_store_tma = true;      // Config::kTmaStoreO kernels: O through the TMA (else registers)
 };
 
 // Launches Config Cfg on validated parameters (validate()) on the current device (dev_info,

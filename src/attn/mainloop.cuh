@@ -132,6 +132,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   const uint32_t q_off = 64 * wg * Cfg::kHeadDim;
 
   if (wg == 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);  // warpgroup 0 issues first
+  // This warpgroup's O staging buffer (TMA-store epilogue only).
+  uint8_t* const o_buf = Cfg::kTmaStoreO ? sm.o[wg] : nullptr;
 
   // K and V rings advance in step: every K block consumed is later followed by its V block.
   // it_k counts K blocks consumed, it_v V blocks; it_v is it_k - 1 inside a tile's loop and
@@ -159,7 +161,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
       eo.load(p, tile, row0);
-      epilogue<Cfg>(p, tile, row0, wg, sm.o[wg], acc, softmax, eo);
+      epilogue<Cfg>(p, tile, row0, wg, o_buf, acc, softmax, eo);
       continue;
     }
 
@@ -211,7 +213,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     if constexpr (!Cfg::kIntraWgOverlap) {
       key_blocks_serial<Cfg>(p, sm, tile, row0, kr, limit, block_scale, q_addr, it_k, qs, my_turn,
                              other_turn, softmax, acc, eo);
-      epilogue<Cfg>(p, tile, row0, wg, sm.o[wg], acc, softmax, eo);
+      epilogue<Cfg>(p, tile, row0, wg, o_buf, acc, softmax, eo);
       continue;
     }
 
@@ -285,7 +287,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       softmax.add_block_sum(acc.l_blk, one);
     }
 
-    epilogue<Cfg>(p, tile, row0, wg, sm.o[wg], acc, softmax, eo);
+    epilogue<Cfg>(p, tile, row0, wg, o_buf, acc, softmax, eo);
   }
 }
 

@@ -24,10 +24,11 @@ struct alignas(1024) SharedStorage {
   // from v by the converter warps, or (FP16 V^T) loaded by the TMA, which then leaves v unused.
   alignas(1024) uint8_t v16[Cfg::kFP16P ? Cfg::kStages : 1][Cfg::kV16TileBytes];
   // E4M3 ones (0x38): the B operand of the row-sum wgmma (kTcRowSum). Any layout reads 1.
-  alignas(1024) uint8_t ones[Cfg::kTcRowSum ? 1024 : 16];
-  // The epilogue's BF16 O (Config::kTmaStoreO; 16 bytes otherwise), one buffer per consumer warpgroup: two column halves of [64 rows][64
-  // channels] (128-byte rows, 128-byte swizzle), stored to global memory by the TMA.
-  alignas(1024) uint8_t o[Cfg::kTmaStoreO ? Cfg::kConsumerWarpgroups : 1][Cfg::kTmaStoreO ? kOStageBytes : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
+  alignas(1024) uint8_t ones[Cfg::kTcRowSum ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
+  // The epilogue's BF16 O (Config::kTmaStoreO; 16 bytes otherwise), one buffer per consumer
+  // warpgroup: two column halves of [64 rows][64 channels] (128-byte rows, 128-byte swizzle),
+  // stored to global memory by the TMA.
+  alignas(1024) uint8_t o[Cfg::kTmaStoreO ? Cfg::kConsumerWarpgroups : 1][Cfg::kTmaStoreO ? kOStageBytes : 16];
   uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];

@@ -28,13 +28,6 @@ struct __align__(16) SlotStats {
   float sum[kSlots][kHeadDim], max[kSlots][kHeadDim], min[kSlots][kHeadDim];
 };
 
-// A word the previous kernel wrote (atomics of the fused pass): coherent, after the wait.
-__device__ __forceinline__ uint32_t ld_u32_coherent(const uint32_t* p) {
-  uint32_t r;
-  asm volatile("ld.global.u32 %0, [%1];" : "=r"(r) : "l"(p));
-  return r;
-}
-
 // The largest of one word per thread over the CTA.
 __device__ __forceinline__ uint32_t cta_max_bits(uint32_t m, float* warp_max) {
   m = __reduce_max_sync(0xFFFFFFFFu, m);
@@ -44,19 +37,6 @@ __device__ __forceinline__ uint32_t cta_max_bits(uint32_t m, float* warp_max) {
   m = __float_as_uint(warp_max[0]);
 #pragma unroll
   for (int w = 1; w < kThreads / 32; ++w) m = max(m, __float_as_uint(warp_max[w]));
-  return m;
-}
-
-// The max of one value per thread over the CTA (order-free).
-__device__ __forceinline__ float cta_max(float m, float* warp_max) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-  __syncthreads();  // warp_max may still be read from a previous call
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
-  __syncthreads();
-  m = warp_max[0];
-#pragma unroll
-  for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
   return m;
 }
 
@@ -178,7 +158,8 @@ __global__ void __launch_bounds__(kThreads) kv_regroup_kernel(KvOnePassArgs a) {
   const KvStatsArgs& s = a.s;
   const int64_t bh = blockIdx.x;
   const int c = threadIdx.x;
-  float t = __uint_as_float(ld_u32_coherent(a.v_true + bh * kHeadDim + c));
+  // The fused pass's atomics wrote these words (bits of floats >= 0): read back as floats.
+  float t = ld_f32_coherent(reinterpret_cast<const float*>(a.v_true + bh * kHeadDim + c));
   if (s.v_scale_per_head) t = __uint_as_float(cta_max_bits(__float_as_uint(t), warp_max));
   const float v_bound = ld_f32_coherent(a.v_bound + bh * kHeadDim + c);
   const bool v_over = __float_as_uint(t) > __float_as_uint(v_bound);
@@ -187,7 +168,7 @@ __global__ void __launch_bounds__(kThreads) kv_regroup_kernel(KvOnePassArgs a) {
   if (v_over) s.v_descale[bh * kHeadDim + c] = gv.descale;
   uint32_t flags = __syncthreads_or(v_over) ? 2u : 0u;
   if (s.k_stats && s.k_scale_per_head) {
-    const float kt = __uint_as_float(ld_u32_coherent(a.k_true + bh));
+    const float kt = ld_f32_coherent(reinterpret_cast<const float*>(a.k_true + bh));
     const float k_bound = ld_f32_coherent(a.k_bound + bh);
     if (__float_as_uint(kt) > __float_as_uint(k_bound)) {
       const GroupScale gk = group_scale(kt);

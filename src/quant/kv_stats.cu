@@ -190,18 +190,6 @@ __global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStat
   }
 }
 
-// The max of one value per thread over the CTA (order-free).
-__device__ __forceinline__ float cta_max(float m, float* warp_max) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
-  __syncthreads();
-  m = warp_max[0];
-#pragma unroll
-  for (int w = 1; w < kHeadDim / 32; ++w) m = fmaxf(m, warp_max[w]);
-  return m;
-}
-
 // One CTA per (batch, kv head), thread c = channel c: the group sums of c added in group order.
 __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
   ptx::let_next_grid_start();    // the fused K/V pass's CTAs take the SMs meanwhile

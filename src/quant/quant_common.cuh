@@ -122,6 +122,19 @@ __device__ __forceinline__ float ld_f32_coherent(const float* p) {
   asm volatile("ld.global.f32 %0, [%1];" : "=f"(r) : "l"(p));
   return r;
 }
+// The max of one value per thread over a CTA of kHeadDim threads (order-free), through
+// warp_max[kHeadDim / 32] in shared memory (which a previous call may still be reading).
+__device__ __forceinline__ float cta_max(float m, float* warp_max) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = warp_max[0];
+#pragma unroll
+  for (int w = 1; w < kHeadDim / 32; ++w) m = fmaxf(m, warp_max[w]);
+  return m;
+}
 __device__ __forceinline__ float4 ld_f32x4_coherent(const float* p) {
   float4 r;
   asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
