@@ -38,6 +38,9 @@ import speed  # noqa: E402
 from sweep import Shape, input_sets  # noqa: E402
 
 B, H, SQ = 33, 32, 128
+# 32 query heads on one KV head: the 32 tiles of a batch share K and V, read from L2 (with one
+# head per KV head the probe ran near HBM bandwidth: lab/results/probe/*-tile-cost-mha.json).
+H_KV = 1
 TILES_PER_SM = B * H // 132
 SKS = (1344, 2688, 5376, 8064, 10752)
 
@@ -67,7 +70,7 @@ def child(args, fa3) -> list:
     records = []
     for sk in SKS:
         for causal in (False, True):
-            shape = Shape(B, SQ, sk, H, H, 128, causal)
+            shape = Shape(B, SQ, sk, H, args.h_kv, 128, causal)
             sets = inputs(shape, args.seed)
             mine = methods.rotating([fc.kernel_runner(lib, qz, causal, "fp8attn") for qz in sets])
             theirs = methods.rotating([methods._fa3_fp8(fa3, qz, causal) for qz in sets])
@@ -108,7 +111,8 @@ def main():
     ap.add_argument("--variant-lib", action="append", default=[])
     ap.add_argument("--variant-tags", default="fp8attn")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--h-kv", type=int, default=H_KV)
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--tag", default="fp8attn", help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
@@ -125,7 +129,7 @@ def main():
     for tag, path in zip(tags, [args.lib] + args.variant_lib):
         out = Path(args.out, f".{tag}.json")
         rc = subprocess.call([sys.executable, __file__, "--lib", path, "--out", args.out, "--runs",
-                              str(args.runs), "--seed", str(args.seed), "--tag", tag, "--child-json", str(out)])
+                              str(args.runs), "--h-kv", str(args.h_kv), "--seed", str(args.seed), "--tag", tag, "--child-json", str(out)])
         if rc == 0 and out.exists():
             records += json.loads(out.read_text())
             out.unlink()
