@@ -28,7 +28,21 @@ __device__ __forceinline__ void prefetch_l1(const float* ptr) {
 struct EpilogueOperands {
   float vd[32], ob[32];
   float lb[2];  // lse_bias of rows row0 and row0 + 8 (lanes q4 == 0, which store the LSE)
+  // One V descale for every channel (per-head V): loaded here as one scalar and copied into vd[]
+  // only by expand(), after the tile's last P V has completed. Copied at load time, the 32
+  // copies waited for the load before the last P V could be issued (a global load's latency
+  // on every tile's critical path: lab/perf-log.md, tile clocks).
+  float vb;
+  bool vd_bcast;
+  __device__ __forceinline__ void expand() {
+    if (vd_bcast) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) vd[i] = vb;
+    }
+  }
   __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile, int row0) {
+    vb = 1.f;
+    vd_bcast = false;
     const int kv_head = tile.head / p.q_per_kv;
     const int q4 = threadIdx.x % 4;
 #pragma unroll
@@ -41,14 +55,15 @@ struct EpilogueOperands {
     if (p.epilogue_vec2) {  // channels 8i + 2 q4 + {0, 1}: float2 number 4i + q4 of the head
       const float* vbase = p.v_descale ? p.v_descale + tile.batch * p.vd_stride_b + kv_head * p.vd_stride_h
                                        : nullptr;
-      const float vb = vbase && p.vd_broadcast ? __ldg(vbase) : 1.f;
+      vd_bcast = vbase && p.vd_broadcast;
+      if (vd_bcast) vb = __ldg(vbase);
       const float2* vd2 = vbase && !p.vd_broadcast ? reinterpret_cast<const float2*>(vbase) + q4 : nullptr;
       const float2* ob2 = p.o_bias ? reinterpret_cast<const float2*>(
                                          p.o_bias + tile.batch * p.ob_stride_b + kv_head * p.ob_stride_h) + q4
                                    : nullptr;
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
-        const float2 v = vd2 ? __ldg(vd2 + 4 * i) : make_float2(vb, vb);
+        const float2 v = vd2 ? __ldg(vd2 + 4 * i) : make_float2(1.f, 1.f);  // expand() sets vb
         const float2 b = ob2 ? __ldg(ob2 + 4 * i) : make_float2(0.f, 0.f);
         vd[2 * i] = v.x, vd[2 * i + 1] = v.y;
         ob[2 * i] = b.x, ob[2 * i + 1] = b.y;
@@ -137,7 +152,8 @@ __device__ __forceinline__ void store_o_tma(const KernelParams& p, const Tile& t
 template <class Cfg>
 __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile, int row0, int wg,
                                          uint8_t* o_buf, const PVAccumulator<Cfg>& acc, Softmax<Cfg>& sm,
-                                         const EpilogueOperands& eo) {
+                                         EpilogueOperands& eo) {
+  eo.expand();
   float inv_l[2];
   sm.finalize(inv_l);
   const int q4 = threadIdx.x % 4;

@@ -165,19 +165,20 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       continue;
     }
 
-    // Per-row constants: the row's scale without the K descale, and its mask limit.
+    // Per-row constants: the row's scale without the K descale, and its mask limit. The
+    // descales are loaded here and multiplied only once the tile's first QK^T has been issued
+    // (set_scales): a product here waited for the loads before that issue (tile clocks).
     const int kv_head = tile.head / p.q_per_kv;
     float q_scale[2];
     int limit[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = row0 + 8 * r;
-      const float qd = row < p.seqlen_q
-                           ? load_or_one(p.q_descale, tile.batch * p.qd_stride_b +
-                                                          tile.head * p.qd_stride_h +
-                                                          static_cast<int64_t>(row) * p.qd_stride_s)
-                           : 0.f;
-      q_scale[r] = p.softmax_scale_log2 * qd;
+      q_scale[r] = row < p.seqlen_q
+                       ? load_or_one(p.q_descale, tile.batch * p.qd_stride_b +
+                                                      tile.head * p.qd_stride_h +
+                                                      static_cast<int64_t>(row) * p.qd_stride_s)
+                       : 0.f;
       const long long causal_limit = static_cast<long long>(row) + p.seqlen_k - p.seqlen_q + 1;
       limit[r] = p.causal && causal_limit < p.seqlen_k ? static_cast<int>(causal_limit < 0 ? 0 : causal_limit)
                                                        : p.seqlen_k;
@@ -189,11 +190,20 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // are formed once per tile instead of a load per block.
     const bool kd_per_block = kd_base && p.kd_stride_blk != 0;
     float head_scale[2];
-    {
-      const float kd = kd_base ? __ldg(kd_base) : 1.f;
-      head_scale[0] = q_scale[0] * kd;
-      head_scale[1] = q_scale[1] * kd;
-    }
+    const float kd_head = kd_base ? __ldg(kd_base) : 1.f;
+    // q_scale: from the loaded descale to softmax_scale_log2 * descale; head_scale: that times the
+    // K descale (one per head), the scale of every block's scores.
+    // The empty volatile asm pins the products after the wgmma issue before it (the compiler
+    // otherwise moves them up between the QK^T's k-steps, where they wait for the loads again).
+    auto set_scales = [&]() {
+      float kd = kd_head;
+      asm volatile("" : "+f"(kd), "+f"(q_scale[0]), "+f"(q_scale[1]));
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        q_scale[r] = p.softmax_scale_log2 * q_scale[r];
+        head_scale[r] = q_scale[r] * kd;
+      }
+    };
     auto block_scale = [&](int n, float (&scale)[2]) {
       if (kd_per_block) {
         const float kd = __ldg(kd_base + n * p.kd_stride_blk);
@@ -211,6 +221,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     const uint32_t q_addr = ptx::smem_addr(sm.q[qs.stage]) + q_off;
     ptx::mbar_wait(&sm.q_full[qs.stage], qs.phase);
     if constexpr (!Cfg::kIntraWgOverlap) {
+      set_scales();
       key_blocks_serial<Cfg>(p, sm, tile, row0, kr, limit, block_scale, q_addr, it_k, qs, my_turn,
                              other_turn, softmax, acc, eo);
       epilogue<Cfg>(p, tile, row0, wg, o_buf, acc, softmax, eo);
@@ -220,6 +231,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // Prologue: S of the last block, its softmax.
     int n = kr.n_hi - 1;
     issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
+    set_scales();
     ptx::wgmma_wait<0>();
     fence_regs(s);
     release(&sm.k_empty[KV::stage_of(it_k)]);
