@@ -41,10 +41,22 @@ float max_of(float a, float b) { return b > a ? b : a; }  // fmaxf on non-NaN in
 // Row s of head h: float(bf16), then the rotation (signs and butterflies) when `rotate`; the K
 // mean is subtracted after the rotation (K is rotated first, then smoothed in the rotated basis:
 // the statistics of the rotated rows then give the exact amax of a per-head scale).
+// With `rope` (the rope entry), the rotary embedding of table row rope->pos0 + s first.
 void transformed_row(const Bf16View& x, int b, int s, int h, bool rotate, uint64_t seed,
-                     float* out) {
+                     float* out, const RopeHost* rope = nullptr) {
   for (int c = 0; c < kHeadDim; ++c) out[c] = bf16(x.at(b, s, h, c));
+  if (rope != nullptr) {
+    const size_t row = static_cast<size_t>(rope->pos0 + s) * (kHeadDim / 2);
+    rope_rotate_128(out, rope->cos + row, rope->sin + row);
+  }
   if (rotate) hadamard_rotate_128(out, seed);
+}
+
+void check_rope(const RopeHost* rope, int seqlen, const char* name) {
+  if (rope == nullptr) return;
+  require(rope->cos != nullptr && rope->sin != nullptr, std::string(name) + ": rope tables null");
+  require(rope->pos0 >= 0 && int64_t{rope->pos0} + seqlen <= rope->max_positions,
+          std::string(name) + ": rope positions out of the table's range");
 }
 
 float row_amax(const float* row) {
@@ -85,6 +97,16 @@ void hadamard_rotate_128(float* x, uint64_t seed) {
       x[i] = a + b;
       x[i + h] = a - b;
     }
+  }
+}
+
+void rope_rotate_128(float* x, const float* cos_row, const float* sin_row) {
+  constexpr int kHalf = kHeadDim / 2;
+  for (int c = 0; c < kHalf; ++c) {
+    const float a = x[c], b = x[c + kHalf];
+    const float bs = b * sin_row[c], as = a * sin_row[c];
+    x[c] = std::fmaf(a, cos_row[c], -bs);
+    x[c + kHalf] = std::fmaf(b, cos_row[c], as);
   }
 }
 
@@ -174,8 +196,10 @@ float amax_bits(float a, float b) {
 }
 
 KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
-                       int vt_seqlen_pad, int vt_dtype, const SampleSpec& sample) {
+                       int vt_seqlen_pad, int vt_dtype, const SampleSpec& sample,
+                       const RopeHost* k_rope) {
   check_view(k, "k");
+  check_rope(k_rope, k.seqlen, "k");
   check_view(v, "v");
   require(k.batch == v.batch && k.seqlen == v.seqlen && k.heads == v.heads,
           "k and v shapes differ");
@@ -221,7 +245,8 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
       // K's rows as the fused pass holds them before smoothing: rotated when `rotate`.
       std::vector<float> k_rows(static_cast<size_t>(S) * kHeadDim), v_rows(k_rows.size());
       for (int s = 0; s < S; ++s) {
-        transformed_row(k, b, s, h, rotate, options.hadamard_seed, &k_rows[size_t(s) * kHeadDim]);
+        transformed_row(k, b, s, h, rotate, options.hadamard_seed, &k_rows[size_t(s) * kHeadDim],
+                        k_rope);
         for (int c = 0; c < kHeadDim; ++c) v_rows[size_t(s) * kHeadDim + c] = bf16(v.at(b, s, h, c));
       }
 
@@ -339,8 +364,9 @@ KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant
 }
 
 QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scale q_scale,
-                     float softmax_scale) {
+                     float softmax_scale, const RopeHost* q_rope) {
   check_view(q, "q");
+  check_rope(q_rope, q.seqlen, "q");
   require(q.batch == cache.batch, "q and the KV cache have different batch sizes");
   require(q.heads % cache.heads_kv == 0, "heads must be a multiple of the cache's heads_kv");
   require(q_scale == FP8ATTN_Q_SCALE_TOKEN || q_scale == FP8ATTN_Q_SCALE_BLOCK128,
@@ -368,7 +394,7 @@ QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scal
         float amax = 0.0f;
         for (int r = 0; r < n_rows; ++r) {
           float* row = &rows[static_cast<size_t>(r) * kHeadDim];
-          transformed_row(q, b, s0 + r, h, rotate, cache.options.hadamard_seed, row);
+          transformed_row(q, b, s0 + r, h, rotate, cache.options.hadamard_seed, row, q_rope);
           amax = max_of(amax, row_amax(row));
         }
         const GroupScale g = group_scale(amax);

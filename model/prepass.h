@@ -67,13 +67,24 @@ struct QQuantHost {
   std::vector<float> lse_bias;     // (b, h, sq)
 };
 
+// The rope entry's tables (include/fp8attn/rope.h), host copies: (max_positions, 64) each, row
+// s of the tensor uses table row pos0 + s. NeoX rotate_half only.
+struct RopeHost {
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+  int max_positions = 0;
+  int pos0 = 0;
+};
+
 // Throws std::invalid_argument on shapes the GPU pre-pass rejects (head_dim != 128, ...).
 // vt_seqlen_pad = 0 picks seqlen_k rounded up to 32. vt_dtype: fp8attn_vt_dtype of V^T.
 KvCacheHost prepass_kv(const Bf16View& k, const Bf16View& v, const fp8attn_quant_options& options,
                        int vt_seqlen_pad = 0, int vt_dtype = FP8ATTN_VT_E4M3,
-                       const SampleSpec& sample = {});
+                       const SampleSpec& sample = {}, const RopeHost* k_rope = nullptr);
+// q_rope / k_rope non-null: the rope entry (fp8attn_quantize_qkv_rope): every Q / K row is
+// rotated (rope_rotate_128) right after the BF16 conversion, before the Hadamard.
 QQuantHost prepass_q(const Bf16View& q, const KvCacheHost& cache, fp8attn_q_scale q_scale,
-                     float softmax_scale);
+                     float softmax_scale, const RopeHost* q_rope = nullptr);
 
 // The kernel's operands as E4M3 code values (decoded to float), (b, s, h, 128) each: V back from
 // V^T's permuted layout (or, FP16 V^T, its FP16 values in natural order). With q_descale, k_descale, v_descale, lse_bias and o_bias (v_mean) of
@@ -87,6 +98,11 @@ DecodedOperands decode_operands(const QQuantHost& q, const KvCacheHost& kv);
 // In place on 128 values: the sign flips of `seed`, then the Walsh-Hadamard butterflies with
 // strides 1, 2, 4, ..., 64 (unnormalized: the result is sqrt(128) times an orthogonal rotation).
 void hadamard_rotate_128(float* x, uint64_t seed);
+
+// In place on 128 values, the rope entry's rotation (src/quant/rope.cuh): for c < 64, with
+// a = x[c], b = x[c + 64]: x[c] = fmaf(a, cos[c], -(b * sin[c])), x[c + 64] = fmaf(b, cos[c],
+// a * sin[c]) (each product rounded to FP32, then one FMA).
+void rope_rotate_128(float* x, const float* cos_row, const float* sin_row);
 
 // Per-channel statistics of n rows of 128 values (row-major), in the order of quant.h: chunk
 // sums, group sums, total; max and min are order-free.

@@ -9,6 +9,7 @@
 #include "fp8attn/constants.h"
 #include "fp8attn/fp8attn.h"
 #include "fp8attn/quant.h"
+#include "fp8attn/rope.h"
 
 namespace {
 
@@ -148,6 +149,16 @@ const Entry kTable[] = {
     FP8ATTN_OFFSETOF(fp8attn_q_quant, q_descale),
     FP8ATTN_OFFSETOF(fp8attn_q_quant, lse_bias),
     FP8ATTN_OFFSETOF(fp8attn_q_quant, softmax_scale),
+    // fp8attn_rope_tables (rope.h)
+    FP8ATTN_SIZEOF(fp8attn_rope_tables),
+    FP8ATTN_OFFSETOF(fp8attn_rope_tables, cos),
+    FP8ATTN_OFFSETOF(fp8attn_rope_tables, sin),
+    FP8ATTN_OFFSETOF(fp8attn_rope_tables, max_positions),
+    FP8ATTN_OFFSETOF(fp8attn_rope_tables, q_pos0),
+    FP8ATTN_OFFSETOF(fp8attn_rope_tables, k_pos0),
+    FP8ATTN_OFFSETOF(fp8attn_rope_tables, style),
+    FP8ATTN_VALUE(FP8ATTN_ROPE_NEOX),
+    FP8ATTN_VALUE(FP8ATTN_ROPE_GPTJ),
     // fp8attn_attention_args (attention.h)
     FP8ATTN_SIZEOF(fp8attn_attention_args),
     FP8ATTN_OFFSETOF(fp8attn_attention_args, q),

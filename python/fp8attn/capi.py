@@ -70,7 +70,12 @@ class AttentionArgs(ctypes.Structure):  # fp8attn_attention_args (attention.h)
                 ("quant", QuantOptions)]
 
 
-STRUCTS = {"fp8attn_fwd_params": FwdParams, "fp8attn_quant_options": QuantOptions,
+class RopeTables(ctypes.Structure):  # fp8attn_rope_tables (rope.h)
+    _fields_ = [("cos", _vp), ("sin", _vp), ("max_positions", _i32), ("q_pos0", _i32),
+                ("k_pos0", _i32), ("style", _i32)]
+
+
+STRUCTS = {"fp8attn_rope_tables": RopeTables, "fp8attn_fwd_params": FwdParams, "fp8attn_quant_options": QuantOptions,
            "fp8attn_bf16_tensor": Bf16Tensor, "fp8attn_kv_cache": KvCache,
            "fp8attn_q_quant": QQuant, "fp8attn_attention_args": AttentionArgs}
 
@@ -108,6 +113,14 @@ SIGNATURES = {
     "fp8attn_attention_workspace_bytes": (_size_t, [_i32] * 6),
     "fp8attn_attention_args_init": (None, [_P(AttentionArgs)]),
     "fp8attn_attention": (_status, [_P(AttentionArgs), _vp, _vp]),
+    # rope.h: rope + quantize, the end-to-end call with it, the BF16 rotary alone
+    "fp8attn_rope_tables_init": (None, [_P(RopeTables)]),
+    "fp8attn_check_rope_tables": (_status, [_P(RopeTables), _i32, _i32]),
+    "fp8attn_quantize_qkv_rope": (_status, [_P(Bf16Tensor), _P(Bf16Tensor), _P(Bf16Tensor),
+                                            _P(RopeTables), _P(QuantOptions), _f32, _P(KvCache),
+                                            _P(QQuant), _vp, _size_t, _vp]),
+    "fp8attn_attention_rope": (_status, [_P(AttentionArgs), _P(RopeTables), _vp, _vp]),
+    "fp8attn_rope_bf16": (_status, [_P(Bf16Tensor), _P(RopeTables), _i32, _vp]),
     # constants.h
     "fp8attn_constant_count": (_i32, []),
     "fp8attn_constant_name": (_str, [_i32]),

@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "compose/kernel_params.h"
 #include "fp8attn/attention.h"
+#include "fp8attn/rope.h"
 
 struct fp8attn_workspace {
   void* data = nullptr;
@@ -119,6 +120,65 @@ fp8attn_status check_before_launch(const fp8attn_attention_args* a, const fp8att
   return FP8ATTN_SUCCESS;
 }
 
+// fp8attn_attention and fp8attn_attention_rope (rope non-null: its tables checked with the
+// others, the rope entry as the pre-pass).
+fp8attn_status attention(const fp8attn_attention_args* a, const fp8attn_rope_tables* rope,
+                         fp8attn_workspace* ws, void* stream) {
+  if (!a || !ws) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "args or workspace is null");
+  if (!a->o) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "o is null");
+  const int B = a->q.batch, SQ = a->q.seqlen, SK = a->k.seqlen, H = a->q.heads;
+  const int HKV = a->k.heads;
+  // An unknown p_precision gets the E4M3 form here and is refused by the kernel's check below.
+  const Pieces p = pieces(B, SQ, SK, H, HKV, a->q.head_dim, vt_dtype_for(a->p_precision));
+  if (p.cache == 0 || p.q == 0 || p.scratch == 0 || a->k.head_dim != a->q.head_dim) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                "shapes: batch, seqlens and heads must be > 0 and head_dim 128 (q head_dim " +
+                    std::to_string(a->q.head_dim) + ", k head_dim " +
+                    std::to_string(a->k.head_dim) + ")");
+  }
+  if (a->k.batch != B) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q and k batch differ");
+  if (H % HKV) {
+    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "heads (" + std::to_string(H) +
+                                                    ") must be a multiple of heads_kv (" +
+                                                    std::to_string(HKV) + ")");
+  }
+  if (fp8attn_status s = fp8attn_check_quant_options(&a->quant); s != FP8ATTN_SUCCESS) return s;
+  if (rope != nullptr) {
+    if (fp8attn_status s = fp8attn_check_rope_tables(rope, SQ, SK); s != FP8ATTN_SUCCESS) return s;
+  }
+  const float scale = a->softmax_scale != 0.0f ? a->softmax_scale : 1.0f / std::sqrt(128.0f);
+  // Everything is validated before any device work (and before the workspace grows): the
+  // kernel's own arguments on a stand-in of the parameters it will get, then where the outputs lie.
+  if (fp8attn_status s = check_before_launch(a, ws, p, scale); s != FP8ATTN_SUCCESS) return s;
+  if (p.total() > ws->bytes) {
+    // cudaMalloc synchronizes: not inside a graph capture (reserve the workspace beforehand).
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &cap) != cudaSuccess ||
+        cap != cudaStreamCaptureStatusNone) {
+      return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
+                  "the workspace (" + std::to_string(ws->bytes) + " bytes) is smaller than the " +
+                      std::to_string(p.total()) + " this call needs, and it cannot grow while the "
+                      "stream is being captured: fp8attn_workspace_reserve it before the capture");
+    }
+  }
+  if (fp8attn_status s = fp8attn_workspace_reserve(ws, p.total()); s != FP8ATTN_SUCCESS) return s;
+
+  char* base = static_cast<char*>(ws->data);
+  fp8attn_kv_cache cache;
+  fp8attn_q_quant qq;
+  fp8attn_status s = lay_out(base, p, *a, &cache, &qq);
+  if (s == FP8ATTN_SUCCESS) {
+    s = rope != nullptr
+            ? fp8attn_quantize_qkv_rope(&a->q, &a->k, &a->v, rope, &a->quant, scale, &cache, &qq,
+                                        base + p.cache + p.q, p.scratch, stream)
+            : fp8attn_quantize_qkv(&a->q, &a->k, &a->v, &a->quant, scale, &cache, &qq,
+                                   base + p.cache + p.q, p.scratch, stream);
+  }
+  if (s != FP8ATTN_SUCCESS) return s;  // the pre-pass's message is on the one channel
+  const fp8attn_fwd_params params = call_params(*a, qq, cache);
+  return fp8attn_attention_fwd(&params, stream);  // and so is the kernel's
+}
+
 }  // namespace
 
 extern "C" {
@@ -164,53 +224,15 @@ void fp8attn_attention_args_init(fp8attn_attention_args* a) {
 fp8attn_status fp8attn_attention(const fp8attn_attention_args* a, fp8attn_workspace* ws,
                                  void* stream) {
   fp8attn::clear_error();
-  if (!a || !ws) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "args or workspace is null");
-  if (!a->o) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "o is null");
-  const int B = a->q.batch, SQ = a->q.seqlen, SK = a->k.seqlen, H = a->q.heads;
-  const int HKV = a->k.heads;
-  // An unknown p_precision gets the E4M3 form here and is refused by the kernel's check below.
-  const Pieces p = pieces(B, SQ, SK, H, HKV, a->q.head_dim, vt_dtype_for(a->p_precision));
-  if (p.cache == 0 || p.q == 0 || p.scratch == 0 || a->k.head_dim != a->q.head_dim) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
-                "shapes: batch, seqlens and heads must be > 0 and head_dim 128 (q head_dim " +
-                    std::to_string(a->q.head_dim) + ", k head_dim " +
-                    std::to_string(a->k.head_dim) + ")");
-  }
-  if (a->k.batch != B) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "q and k batch differ");
-  if (H % HKV) {
-    return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "heads (" + std::to_string(H) +
-                                                    ") must be a multiple of heads_kv (" +
-                                                    std::to_string(HKV) + ")");
-  }
-  if (fp8attn_status s = fp8attn_check_quant_options(&a->quant); s != FP8ATTN_SUCCESS) return s;
-  const float scale = a->softmax_scale != 0.0f ? a->softmax_scale : 1.0f / std::sqrt(128.0f);
-  // Everything is validated before any device work (and before the workspace grows): the
-  // kernel's own arguments on a stand-in of the parameters it will get, then where the outputs lie.
-  if (fp8attn_status s = check_before_launch(a, ws, p, scale); s != FP8ATTN_SUCCESS) return s;
-  if (p.total() > ws->bytes) {
-    // cudaMalloc synchronizes: not inside a graph capture (reserve the workspace beforehand).
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &cap) != cudaSuccess ||
-        cap != cudaStreamCaptureStatusNone) {
-      return fail(FP8ATTN_ERROR_INVALID_ARGUMENT,
-                  "the workspace (" + std::to_string(ws->bytes) + " bytes) is smaller than the " +
-                      std::to_string(p.total()) + " this call needs, and it cannot grow while the "
-                      "stream is being captured: fp8attn_workspace_reserve it before the capture");
-    }
-  }
-  if (fp8attn_status s = fp8attn_workspace_reserve(ws, p.total()); s != FP8ATTN_SUCCESS) return s;
+  return attention(a, nullptr, ws, stream);
+}
 
-  char* base = static_cast<char*>(ws->data);
-  fp8attn_kv_cache cache;
-  fp8attn_q_quant qq;
-  fp8attn_status s = lay_out(base, p, *a, &cache, &qq);
-  if (s == FP8ATTN_SUCCESS) {
-    s = fp8attn_quantize_qkv(&a->q, &a->k, &a->v, &a->quant, scale, &cache, &qq,
-                             base + p.cache + p.q, p.scratch, stream);
-  }
-  if (s != FP8ATTN_SUCCESS) return s;  // the pre-pass's message is on the one channel
-  const fp8attn_fwd_params params = call_params(*a, qq, cache);
-  return fp8attn_attention_fwd(&params, stream);  // and so is the kernel's
+fp8attn_status fp8attn_attention_rope(const fp8attn_attention_args* a,
+                                      const fp8attn_rope_tables* rope, fp8attn_workspace* ws,
+                                      void* stream) {
+  fp8attn::clear_error();
+  if (rope == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "rope tables are null");
+  return attention(a, rope, ws, stream);
 }
 
 }  // extern "C"

@@ -11,6 +11,7 @@
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/quant_common.cuh"
+#include "quant/rope.cuh"
 
 namespace fp8attn::quant {
 namespace {
@@ -43,10 +44,12 @@ __device__ __forceinline__ uint32_t cta_max_bits(uint32_t m, float* warp_max) {
 // Sample row i of x goes to slot i % 16 (thread t: slot t / 8, lane t % 8), rows of a slot in i
 // order; then thread c folds the 16 slots of channel c in slot order. Returns sum, max, min of
 // channel threadIdx.x.
-template <bool kRotate>
+// kRope: each sampled key rotated by `rope` (quant/rope.cuh) before the Hadamard signs.
+template <bool kRotate, bool kRope = false>
 __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int head,
                                                const SignTable<kL>& signs, SlotStats& sh,
-                                               float& sum_c, float& max_c, float& min_c) {
+                                               float& sum_c, float& max_c, float& min_c,
+                                               const RopeRows& rope = RopeRows{}) {
   const int lane = threadIdx.x % kL, slot = threadIdx.x / kL;
   const int S = x.seqlen, n = fp8attn_sample_rows(S);
   const uint16_t* src = x.data + b * x.stride_b + head * x.stride_h;
@@ -70,7 +73,20 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   for (int r = 0; r < kMaxRows; ++r) {
     const bool valid = r * kSlots + slot < n;
     float v[kValues];
-    decode_runs<kL, kChunks, kRotate>(raw[r], signs, lane, v);
+    if constexpr (kRope) {
+      decode_runs<kL, kChunks, false>(raw[r], signs, lane, v);
+      if (valid) rope_runs<kL>(rope, fp8attn_sample_key(S, r * kSlots + slot), lane, v);
+      if constexpr (kRotate) {
+#pragma unroll
+        for (int hi = 0; hi < kChunks; ++hi) {
+          uint32_t mask[4];
+          sign_masks_here<kL>(signs, lane, hi, mask);
+          flip_signs8(&v[8 * hi], mask);
+        }
+      }
+    } else {
+      decode_runs<kL, kChunks, kRotate>(raw[r], signs, lane, v);
+    }
     if constexpr (kRotate) hadamard_lanes<kL>(v, lane);
     if (valid) {
 #pragma unroll
@@ -101,8 +117,9 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
 }
 
 // One CTA per (batch, kv head) and tensor (blockIdx.y: 0 V, 1 K), thread c = channel c.
-template <bool kRotate>
-__global__ void __launch_bounds__(kThreads) kv_sample_kernel(KvOnePassArgs a) {
+// kRope: K's sampled keys rotated by `rope` (the last argument, read only then).
+template <bool kRotate, bool kRope>
+__global__ void __launch_bounds__(kThreads) kv_sample_kernel(KvOnePassArgs a, RopeRows rope) {
   ptx::let_next_grid_start();  // the fused pass's CTAs take the SMs meanwhile
   __shared__ SlotStats sh;
   __shared__ SignTable<kL> signs;
@@ -122,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) kv_sample_kernel(KvOnePassArgs a) {
   if (blockIdx.y == 1) {
     float k_mean = 0.0f;
     if (s.k_stats) {
-      sample_channel<kRotate>(s.k, b, head, signs, sh, sum, mx, mn);
+      sample_channel<kRotate, kRope>(s.k, b, head, signs, sh, sum, mx, mn, rope);
       if (s.smooth_k) k_mean = __fdiv_rn(sum, n);
       if (s.k_scale_per_head) {
         const float k_bound =
@@ -183,13 +200,17 @@ __global__ void __launch_bounds__(kThreads) kv_regroup_kernel(KvOnePassArgs a) {
 
 }  // namespace
 
-cudaError_t launch_kv_sample(const KvOnePassArgs& a, cudaStream_t stream) {
+cudaError_t launch_kv_sample(const KvOnePassArgs& a, cudaStream_t stream,
+                             const RopeRows* k_rope) {
   // K's CTAs always run: they write k_mean (zeros when K is not smoothed).
   const dim3 grid(static_cast<unsigned>(static_cast<int64_t>(a.s.v.batch) * a.s.v.heads), 2);
-  if (a.s.k_stats && a.s.rotate) {
-    kv_sample_kernel<true><<<grid, kThreads, 0, stream>>>(a);
+  const bool rotate = a.s.k_stats && a.s.rotate;
+  if (k_rope != nullptr && a.s.k_stats) {
+    rotate ? kv_sample_kernel<true, true><<<grid, kThreads, 0, stream>>>(a, *k_rope)
+           : kv_sample_kernel<false, true><<<grid, kThreads, 0, stream>>>(a, *k_rope);
   } else {
-    kv_sample_kernel<false><<<grid, kThreads, 0, stream>>>(a);
+    rotate ? kv_sample_kernel<true, false><<<grid, kThreads, 0, stream>>>(a, RopeRows{})
+           : kv_sample_kernel<false, false><<<grid, kThreads, 0, stream>>>(a, RopeRows{});
   }
   return cudaGetLastError();
 }

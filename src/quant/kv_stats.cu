@@ -8,6 +8,7 @@
 #include "quant/launch.h"
 #include "quant/pdl.h"
 #include "quant/quant_common.cuh"
+#include "quant/rope.cuh"
 
 namespace fp8attn::quant {
 namespace {
@@ -68,11 +69,12 @@ __device__ __forceinline__ void transpose_and_finish(const float (&x)[kValues], 
 // One group of one (batch, head) of tensor x: slot t / 8 sums its chunk of 32 keys in key order
 // (lane t % 8 holds 16 channels of each row: Lanes, or when rotated 8 k + lane), then thread c adds the chunk sums of channel c in
 // chunk order and writes the group's partials (b, h, group, 128).
-template <bool kRotate, bool kMinMax>
+// kRope: each valid key rotated by `rope` (quant/rope.cuh) before the Hadamard signs.
+template <bool kRotate, bool kMinMax, bool kRope = false>
 __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head, int group,
                                             int ngroups, const uint32_t (&neg)[4],
                                             GroupPartials& sh, float* part_sum, float* part_max,
-                                            float* part_min) {
+                                            float* part_min, const RopeRows& rope = RopeRows{}) {
   const int lane = threadIdx.x % kL, slot = threadIdx.x / kL;
   const int S = x.seqlen;
   const int s0 = (group * kGroupChunks + slot) * kChunk;
@@ -111,7 +113,20 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         float v[kValues];
-        decode_runs<kL, kChunks, kRotate>(raw[u], signs, lane, v);
+        if constexpr (kRope) {
+          decode_runs<kL, kChunks, false>(raw[u], signs, lane, v);
+          if (!kTail || s0 + t0 + u < S) rope_runs<kL>(rope, s0 + t0 + u, lane, v);
+          if constexpr (kRotate) {
+#pragma unroll
+            for (int hi = 0; hi < kChunks; ++hi) {
+              uint32_t mask[4];
+              sign_masks_here<kL>(signs, lane, hi, mask);
+              flip_signs8(&v[8 * hi], mask);
+            }
+          }
+        } else {
+          decode_runs<kL, kChunks, kRotate>(raw[u], signs, lane, v);
+        }
         if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
         if constexpr (kRotate) {
           hadamard_in_runs(v);
@@ -169,8 +184,10 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 
 // grid.x: (tensor, head, group, batch) with the tensor fastest (V, K, V, K, ... when K's
 // statistics are needed: K's rotation beside V's light work on every SM), then heads.
-template <bool kRotate, bool kKMinMax>
-__global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStatsArgs a) {
+// kRope: K's keys rotated by `rope` (the last argument, read only then).
+template <bool kRotate, bool kKMinMax, bool kRope>
+__global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStatsArgs a,
+                                                                          RopeRows rope) {
   ptx::let_next_grid_start();  // the finalize step's CTAs wait on SMs this one leaves
   __shared__ GroupPartials sh;
   const uint32_t tensors = a.k_stats ? 2 : 1;  // 32-bit: a grid has fewer than 2^31 CTAs
@@ -182,8 +199,8 @@ __global__ void __launch_bounds__(kStatsThreads, 4) kv_group_stats_kernel(KvStat
   const int group = static_cast<int>(q % static_cast<uint32_t>(a.ngroups));
   const int b = static_cast<int>(q / static_cast<uint32_t>(a.ngroups));
   if (is_k) {
-    group_stats<kRotate, kKMinMax>(a.k, b, head, group, a.ngroups, a.negate_bits, sh,
-                                   a.k_part_sum, a.k_part_max, a.k_part_min);
+    group_stats<kRotate, kKMinMax, kRope>(a.k, b, head, group, a.ngroups, a.negate_bits, sh,
+                                          a.k_part_sum, a.k_part_max, a.k_part_min, rope);
   } else {
     group_stats<false, true>(a.v, b, head, group, a.ngroups, a.negate_bits, sh, a.v_part_sum,
                              a.v_part_max, a.v_part_min);
@@ -253,22 +270,35 @@ __global__ void __launch_bounds__(kHeadDim) kv_finalize_kernel(KvStatsArgs a) {
   a.k_mean[bh * kHeadDim + c] = k_mean;
 }
 
-template <bool kRotate, bool kKMinMax>
-void launch_groups(const KvStatsArgs& a, cudaStream_t stream) {
+template <bool kRotate, bool kKMinMax, bool kRope>
+void launch_groups(const KvStatsArgs& a, cudaStream_t stream, const RopeRows& rope) {
   const int64_t ctas = static_cast<int64_t>(a.k_stats ? 2 : 1) * a.v.batch * a.v.heads * a.ngroups;
-  kv_group_stats_kernel<kRotate, kKMinMax>
-      <<<static_cast<unsigned>(ctas), kStatsThreads, 0, stream>>>(a);
+  kv_group_stats_kernel<kRotate, kKMinMax, kRope>
+      <<<static_cast<unsigned>(ctas), kStatsThreads, 0, stream>>>(a, rope);
+}
+
+template <bool kRope>
+void launch_groups(const KvStatsArgs& args, cudaStream_t stream, const RopeRows& rope) {
+  const bool rotate = args.k_stats && args.rotate;
+  const bool k_minmax = args.k_stats && args.k_scale_per_head;
+  if (rotate) {
+    k_minmax ? launch_groups<true, true, kRope>(args, stream, rope)
+             : launch_groups<true, false, kRope>(args, stream, rope);
+  } else {
+    k_minmax ? launch_groups<false, true, kRope>(args, stream, rope)
+             : launch_groups<false, false, kRope>(args, stream, rope);
+  }
 }
 
 }  // namespace
 
-cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream) {
-  const bool rotate = args.k_stats && args.rotate;
-  const bool k_minmax = args.k_stats && args.k_scale_per_head;
-  if (rotate) {
-    k_minmax ? launch_groups<true, true>(args, stream) : launch_groups<true, false>(args, stream);
+cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream,
+                            const RopeRows* k_rope) {
+  // K's rope only when K is read (k_stats).
+  if (k_rope != nullptr && args.k_stats) {
+    launch_groups<true>(args, stream, *k_rope);
   } else {
-    k_minmax ? launch_groups<false, true>(args, stream) : launch_groups<false, false>(args, stream);
+    launch_groups<false>(args, stream, RopeRows{});
   }
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   return launch_after(kv_finalize_kernel,

@@ -15,6 +15,18 @@ struct Bf16Input {
   int batch, seqlen, heads;
 };
 
+// The rotary embedding of the rope entry (fp8attn_quantize_qkv_rope, rope_api.cu), NeoX
+// "rotate_half": channel i < 64 pairs with i + 64, x'_i = fma(x_i, cos, -(x_{i+64} sin)),
+// x'_{i+64} = fma(x_{i+64}, cos, x_i sin), cos and sin of table row pos0 + s for row s, entry i.
+// Applied in FP32 right after the BF16 load, before the Hadamard signs. A separate trailing
+// kernel argument (not a member of the Args structs): the kernels without rope keep their
+// parameter layout, and their instantiations (kRope false) never read it.
+struct RopeRows {
+  const float* cos = nullptr;  // (max_positions, 64), 16-byte aligned
+  const float* sin = nullptr;
+  int pos0 = 0;                // row s of the tensor uses table row pos0 + s
+};
+
 // kv_stats.cu: the channel statistics, one CTA per (tensor, batch, head, group of
 // FP8ATTN_QUANT_STATS_GROUP chunks), K (rotated when `rotate`) and V interleaved; then one CTA
 // per (batch, head) folds the group partials into means and scales.
@@ -34,7 +46,9 @@ struct KvStatsArgs {
   float *k_descale, *k_inv;         // out, per-head K scale only: (b, h, nblk) every block the
                                     // head's descale; (b, h) its inverse, into the workspace
 };
-cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream);
+// k_rope non-null: K's rows are rotated (RopeRows) as they are loaded.
+cudaError_t launch_kv_stats(const KvStatsArgs& args, cudaStream_t stream,
+                            const RopeRows* k_rope = nullptr);
 
 // kv_one_pass.cu, FP8ATTN_CENTRE_SAMPLE: before the fused pass, one CTA per (batch, kv head)
 // takes the sample's centre and bounds (the scales the fused pass uses) and zeroes the true-amax
@@ -49,7 +63,8 @@ struct KvOnePassArgs {
   float *k_inv_again, *v_inv_again; // the scales of the second quantization, (b, h), (b, h, 128)
   uint8_t* again;                   // (b, h) flags
 };
-cudaError_t launch_kv_sample(const KvOnePassArgs& args, cudaStream_t stream);
+cudaError_t launch_kv_sample(const KvOnePassArgs& args, cudaStream_t stream,
+                             const RopeRows* k_rope = nullptr);
 cudaError_t launch_kv_regroup(const KvOnePassArgs& args, cudaStream_t stream);
 
 // Q and K rows: each row is rotated (Hadamard), smoothed (K, in the rotated basis), scaled and
@@ -100,11 +115,14 @@ struct VtQuantArgs {
 // quantize_q.cu / quantize_kv.cu: Q alone; K and V in
 // one launch, their tiles interleaved (the rotation-heavy K beside the light V on every SM),
 // last to first when `reverse_order` (k.reverse_order).
-cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream);
+// rope non-null (quantize_q / quantize_kv): Q's / K's rows rotated as loaded (RopeRows).
+cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream,
+                              const RopeRows* rope = nullptr);
 // `again` (non-null: the second quantization of FP8ATTN_CENTRE_SAMPLE): num_sms x (CTAs per SM)
 // CTAs that return at once when no head is flagged, else stride over the tiles and do those of
 // the flagged heads (bit 0 K, bit 1 V).
 cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
-                               const uint8_t* again = nullptr, int num_sms = 0);
+                               const uint8_t* again = nullptr, int num_sms = 0,
+                               const RopeRows* k_rope = nullptr);
 
 }  // namespace fp8attn::quant

@@ -30,10 +30,11 @@ struct KvTile {
 
 // K's rows one after the other: two side by side (rows_tile.cuh step_pair) measured 0.5% slower
 // here, where V's tiles already fill the waits.
-template <bool kRotate, rows::Scale kScale>
+template <bool kRotate, rows::Scale kScale, bool kRope>
 __device__ __forceinline__ void kv_tile(const RowQuantArgs& k, const VtQuantArgs& v, uint32_t n,
                                         uint32_t nk, uint32_t total, uint32_t k_tiles,
-                                        uint32_t v_tiles, const uint8_t* again) {
+                                        uint32_t v_tiles, const uint8_t* again,
+                                        const RopeRows& rope) {
   // K tiles spread evenly among V's (K's tiles can hold twice V's rows): K tiles before
   // position n = floor(n nk / total).
   const uint32_t k_before = static_cast<uint32_t>(static_cast<uint64_t>(n) * nk / total);
@@ -48,7 +49,8 @@ __device__ __forceinline__ void kv_tile(const RowQuantArgs& k, const VtQuantArgs
   if (is_k) {
     // K is complete: the statistics pass read it (or the sample's launch started after it).
     using T = KvTile<kRotate, kScale>;
-    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false>(k, t);
+    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false, kRope>(
+        k, t, rope);
   } else {
     vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(v, t);
   }
@@ -62,16 +64,18 @@ __device__ __forceinline__ void kv_tile(const RowQuantArgs& k, const VtQuantArgs
 // (A separate kernel for the second quantization, so that its loop does not weigh on the first
 // pass's registers. Its loop may only run tiles that use no shared memory across iterations: V
 // tiles and per-head K tiles; a per-128-key K scale is never regrouped.)
-template <bool kRotate, rows::Scale kScale, bool kAgain>
+// kRope: K's rows rotated by `rope` (the last argument, read only then) as they are loaded.
+template <bool kRotate, rows::Scale kScale, bool kAgain, bool kRope>
 __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
                                   KvTile<kRotate, kScale>::kCtasPerSm)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
-                       uint32_t v_tiles, const uint8_t* again, uint32_t heads_total) {
+                       uint32_t v_tiles, const uint8_t* again, uint32_t heads_total,
+                       RopeRows rope) {
   ptx::let_next_grid_start();  // the Q pass, when it follows, takes the SMs this one leaves
   const uint32_t total = nk + nv;
   if constexpr (!kAgain) {
     const uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
-    kv_tile<kRotate, kScale>(k, v, n, nk, total, k_tiles, v_tiles, nullptr);
+    kv_tile<kRotate, kScale, kRope>(k, v, n, nk, total, k_tiles, v_tiles, nullptr, rope);
     return;
   }
   ptx::wait_for_previous_grid();  // the regroup's flags
@@ -79,13 +83,13 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   for (uint32_t i = threadIdx.x; i < heads_total; i += blockDim.x) any |= again[i];
   if (!__syncthreads_or(any)) return;
   for (uint32_t n = blockIdx.x; n < total; n += gridDim.x) {
-    kv_tile<kRotate, kScale>(k, v, n, nk, total, k_tiles, v_tiles, again);
+    kv_tile<kRotate, kScale, kRope>(k, v, n, nk, total, k_tiles, v_tiles, again, rope);
   }
 }
 
-template <bool kRotate, rows::Scale kScale>
+template <bool kRotate, rows::Scale kScale, bool kRope>
 cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
-                   const uint8_t* again, int num_sms) {
+                   const uint8_t* again, int num_sms, const RopeRows& rope) {
   constexpr int kRows = rows::kTileRows<kScale>;
   const int k_tiles = (k.x.seqlen + kRows - 1) / kRows;
   const int v_tiles = (v.vt_pad + vt::kTileKeys - 1) / vt::kTileKeys;
@@ -96,25 +100,32 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   const int64_t full = nk + nv;
   const int64_t ctas =
       again == nullptr ? full : std::min<int64_t>(full, int64_t{num_sms} * KvTile<kRotate, kScale>::kCtasPerSm);
-  return launch_after(again == nullptr ? quantize_kv_kernel<kRotate, kScale, false>
-                                       : quantize_kv_kernel<kRotate, kScale, true>,
+  return launch_after(again == nullptr ? quantize_kv_kernel<kRotate, kScale, false, kRope>
+                                       : quantize_kv_kernel<kRotate, kScale, true, kRope>,
                       dim3(static_cast<unsigned>(ctas)),
                       dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
                       static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
                       static_cast<uint32_t>(k_tiles), static_cast<uint32_t>(v_tiles), again,
-                      static_cast<uint32_t>(static_cast<int64_t>(v.v.batch) * v.v.heads));
+                      static_cast<uint32_t>(static_cast<int64_t>(v.v.batch) * v.v.heads), rope);
+}
+
+template <bool kRope>
+cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                   const uint8_t* again, int num_sms, const RopeRows& rope) {
+  if (k.group_rows == 0) {
+    return k.rotate ? launch<true, rows::Scale::kKnown, kRope>(k, v, stream, again, num_sms, rope)
+                    : launch<false, rows::Scale::kKnown, kRope>(k, v, stream, again, num_sms, rope);
+  }
+  return k.rotate ? launch<true, rows::Scale::kTile, kRope>(k, v, stream, again, num_sms, rope)
+                  : launch<false, rows::Scale::kTile, kRope>(k, v, stream, again, num_sms, rope);
 }
 
 }  // namespace
 
 cudaError_t launch_quantize_kv(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
-                               const uint8_t* again, int num_sms) {
-  if (k.group_rows == 0) {
-    return k.rotate ? launch<true, rows::Scale::kKnown>(k, v, stream, again, num_sms)
-                    : launch<false, rows::Scale::kKnown>(k, v, stream, again, num_sms);
-  }
-  return k.rotate ? launch<true, rows::Scale::kTile>(k, v, stream, again, num_sms)
-                  : launch<false, rows::Scale::kTile>(k, v, stream, again, num_sms);
+                               const uint8_t* again, int num_sms, const RopeRows* k_rope) {
+  return k_rope != nullptr ? launch<true>(k, v, stream, again, num_sms, *k_rope)
+                           : launch<false>(k, v, stream, again, num_sms, RopeRows{});
 }
 
 }  // namespace fp8attn::quant

@@ -23,35 +23,44 @@ struct QTile {
 
 // Rows two side by side where the scale is per token (rows_tile.cuh step_pair: -4% time
 // for the rotated pass on the H200).
-template <bool kRotate, rows::Scale kScale>
+// kRope: the rope entry's rotary embedding first (rope, the last argument: read only then).
+template <bool kRotate, rows::Scale kScale, bool kRope>
 __global__ void __launch_bounds__(QTile<kScale>::kThreads, QTile<kScale>::kCtasPerSm)
-    quantize_q_kernel(RowQuantArgs a, int tiles) {
+    quantize_q_kernel(RowQuantArgs a, int tiles, RopeRows rope) {
   using T = QTile<kScale>;
-  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants, true>(
-      a, rows::tile_of(blockIdx.x, a.x.heads, tiles));
+  // With the rope two rows side by side spill (each row holds its table entries too): one row.
+  rows::quantize_rows_tile<kRotate, kScale, false, T::kThreads, T::kConstants, !kRope, kRope>(
+      a, rows::tile_of(blockIdx.x, a.x.heads, tiles), rope);
 }
 
-template <bool kRotate, rows::Scale kScale>
-cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
+template <bool kRotate, rows::Scale kScale, bool kRope>
+cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream, const RopeRows& rope) {
   constexpr int kRows = rows::kTileRows<kScale>;
   const int tiles = (a.x.seqlen + kRows - 1) / kRows;
   const int64_t ctas = static_cast<int64_t>(tiles) * a.x.heads * a.x.batch;
   // Whatever ran before on the stream (the K/V pass, or the kernel writing Q): the tile waits
   // for it before its first load.
-  return launch_after(quantize_q_kernel<kRotate, kScale>, dim3(static_cast<unsigned>(ctas)),
-                      dim3(QTile<kScale>::kThreads), stream, a, tiles);
+  return launch_after(quantize_q_kernel<kRotate, kScale, kRope>, dim3(static_cast<unsigned>(ctas)),
+                      dim3(QTile<kScale>::kThreads), stream, a, tiles, rope);
 }
 
-template <bool kRotate>
-cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream) {
-  return a.group_rows == 1 ? launch<kRotate, rows::Scale::kRow>(a, stream)
-                           : launch<kRotate, rows::Scale::kTile>(a, stream);
+template <bool kRotate, bool kRope>
+cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream, const RopeRows& rope) {
+  return a.group_rows == 1 ? launch<kRotate, rows::Scale::kRow, kRope>(a, stream, rope)
+                           : launch<kRotate, rows::Scale::kTile, kRope>(a, stream, rope);
+}
+
+template <bool kRope>
+cudaError_t launch(const RowQuantArgs& a, cudaStream_t stream, const RopeRows& rope) {
+  return a.rotate ? launch<true, kRope>(a, stream, rope) : launch<false, kRope>(a, stream, rope);
 }
 
 }  // namespace
 
-cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream) {
-  return args.rotate ? launch<true>(args, stream) : launch<false>(args, stream);
+cudaError_t launch_quantize_q(const RowQuantArgs& args, cudaStream_t stream,
+                              const RopeRows* rope) {
+  return rope != nullptr ? launch<true>(args, stream, *rope)
+                         : launch<false>(args, stream, RopeRows{});
 }
 
 }  // namespace fp8attn::quant

@@ -9,6 +9,7 @@
 #include "ptx/griddep.cuh"
 #include "quant/launch.h"
 #include "quant/quant_common.cuh"
+#include "quant/rope.cuh"
 
 namespace fp8attn::quant::rows {
 
@@ -58,9 +59,12 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
 // statistics pass read it), so a tile loads its first rows before waiting for that kernel
 // (quant/pdl.h), with .nc loads. Otherwise (Q: the previous kernel may be the one writing it)
 // it waits first and loads coherently.
+// kRope (the rope entry): each valid row is rotated by `rope` (quant/rope.cuh) right after the
+// BF16 conversion, and the Hadamard signs are flipped after it (on the FP32 values).
 template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kThreads,
-          Constants kConstants = Constants::kReload, bool kPairRows = false>
-__device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t) {
+          Constants kConstants = Constants::kReload, bool kPairRows = false, bool kRope = false>
+__device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t,
+                                                   const RopeRows& rope = RopeRows{}) {
   constexpr int kRowsPerPass = kThreads / kL;
   constexpr int kPasses = kTileRows<kScale> / kRowsPerPass;
   constexpr bool kHeld = kConstants != Constants::kReload;
@@ -112,11 +116,13 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
                      t.head / a.heads_per_kv) * kHeadDim;
   }
 
-  // BF16 -> FP32 with the sign flips.
+  // BF16 -> FP32 with the sign flips (with kRope: after the rope, in transform).
   auto convert = [&](const uint4 (&raw)[kChunks], float (&x)[kValues]) {
 #pragma unroll
     for (int hi = 0; hi < kChunks; ++hi) {
-      if constexpr (kRotate && kHeld) {
+      if constexpr (kRope) {
+        bf16x8_to_float(raw[hi], &x[8 * hi]);
+      } else if constexpr (kRotate && kHeld) {
         bf16x8_to_float_signed(raw[hi], held_mask[hi], &x[8 * hi]);
       } else if constexpr (kRotate) {
         uint32_t mask[4];
@@ -134,6 +140,21 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
 
   // Row s (valid: s < S): rotation, smoothing (K), lse_bias (Q).
   auto transform = [&](int s, bool valid, float (&x)[kValues]) {
+    if constexpr (kRope) {
+      if (valid) rope_runs<kL>(rope, s, lane, x);  // rows past the end: zeros, no table row
+      if constexpr (kRotate) {
+#pragma unroll
+        for (int hi = 0; hi < kChunks; ++hi) {
+          if constexpr (kHeld) {
+            flip_signs8(&x[8 * hi], held_mask[hi]);
+          } else {
+            uint32_t mask[4];
+            sign_masks_here<kL>(signs, lane, hi, mask);
+            flip_signs8(&x[8 * hi], mask);
+          }
+        }
+      }
+    }
     if constexpr (kRotate) hadamard_lanes<kL>(x, lane);
     if (mean != nullptr) {
 #pragma unroll

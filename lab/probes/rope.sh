@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Issue 17 item 2 (rope + quantize) on the GPU machine, one call of < 3 minutes (limits add up to
+# 170 s):
+#   1. test_quant_rope: the rope entry's GPU bytes == the CPU mirror (8 shapes / option sets, a
+#      NaN table row), fp8attn_rope_bf16 == the mirror rounded to BF16, the refusals;
+#      test_quant: the no-rope pre-pass unchanged (its kernels gained the rope template flag);
+#   2. lab/probes/rope_pairs.py: fp8attn_rope_quantize_pair vs fa3_bf16_rope_pair (and
+#      fp8attn_end_to_end vs fa3_bf16, rope pair vs end to end) at b2 s8192 h32/32, h32/8 and
+#      b16 s1024 h32/32, both masks; then the fused vs non-fused end-to-end error on the synthetic
+#      sets with a random table (ratio <= 1.10 passes).
+#
+# usage (repository root): bash lab/probes/rope.sh [CARRY]
+#   CARRY (default .carry/rope): written by lab/probes/rope_stage.sh here. FA3's wheel from .whl/
+#   when there (without it the FA3 pairs are left out).
+# Writes to $OUT (3 files): rope.log, rope-tests.log, rope-pairs.json.
+set -u
+cd "$(dirname "$0")/../.."
+CARRY=${1:-.carry/rope}
+CARRY=$(cd "$CARRY" && pwd)
+export LD_LIBRARY_PATH="$CARRY"
+for dir in "$CARRY"/fallback/*/; do
+  [[ -d "$dir" ]] || continue
+  for lib in "$dir"*; do
+    ldconfig -p | grep -q "$(basename "$lib")" || LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
+  done
+done
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+{
+start=$SECONDS
+echo "commit $(cat "$CARRY/COMMIT" 2>/dev/null || echo '?') tree $(git rev-parse --short=12 HEAD 2>/dev/null) $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
+for t in test_quant_rope test_quant; do
+  limit=40; [[ $t == test_quant ]] && limit=50
+  t0=$SECONDS
+  timeout $limit "$CARRY/tests/$t" > "/tmp/$t.log" 2>&1; rc=$?
+  echo "$t exit $rc ($((SECONDS - t0)) s; 124 = over its ${limit} s limit)"
+  grep -E "^\[  PASSED  \] [0-9]+ test|^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]" "/tmp/$t.log" | head -12
+  { echo "===== $t exit $rc"; cat "/tmp/$t.log"; } >> "$OUT/rope-tests.log"
+done
+if ls .whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site
+else
+  echo "no .whl/: FA3 BF16 pairs left out"
+fi
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD/python"
+t0=$SECONDS
+timeout 80 python3 lab/probes/rope_pairs.py "$CARRY/libfp8attn.so" "$OUT/rope-pairs.json" \
+  "$CARRY/COMMIT" 2>&1
+echo "rope_pairs exit $? ($((SECONDS - t0)) s); total $((SECONDS - start)) s"
+} 2>&1 | tee "$OUT/rope.log"

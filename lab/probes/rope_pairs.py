@@ -1,0 +1,200 @@
+"""Issue 17 item 2 on the GPU, one process: the rope + quantize entry against the honest in-model
+peer, then its end-to-end error against the non-fused path.
+
+Speed: for each shape (b, s, h, h_kv) in SHAPES and each mask, speed.head_to_head (alternating
+blocks of 2, >= RUNS calls each) of
+  fp8attn_rope_quantize_pair  fp8attn_attention_rope on pre-rotary BF16 q, k, v (one C call:
+                              rope + quantize pre-pass, kernel)
+  fa3_bf16_rope_pair          fp8attn_rope_bf16 on q, then on k (the library's vectorized BF16
+                              rotary, in place: 16-byte loads and stores, copy-speed), then FA3 BF16
+and, for context, fp8attn_end_to_end (no rope) vs fa3_bf16 on the same tensors. Records
+{method, b, sq, sk, h, h_kv, causal, tflops_median, ms_median, runs, protocol, pair}.
+Accuracy: synthetic gaussian and outlier sets (bench/accuracy.py), b=1 s=4096 h=8/2, both masks,
+a RANDOM rotary table (uniform angles in [-pi, pi), seed 5; q_pos0 = k_pos0 = 7): the captures are
+post-rotary and cannot be un-rotated, so only synthetic data is used. Reference: exact FP64
+attention of q, k rotated in FP64. fused = fp8attn_attention_rope; non-fused = fp8attn_rope_bf16
+(rotated Q, K rounded to BF16) then fp8attn_attention. ratio = fused / non-fused for RMSE and
+max |err|; pass when both <= 1.10.
+
+usage: python3 lab/probes/rope_pairs.py LIB OUT.json [COMMIT_FILE]   (FA3 on PYTHONPATH; without
+it the FA3 pairs are left out)
+"""
+import ctypes
+import json
+import math
+import statistics
+import sys
+import weakref
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import accuracy  # noqa: E402
+import fp8attn_calls as calls  # noqa: E402
+import methods  # noqa: E402
+import speed  # noqa: E402
+from fp8attn import capi  # noqa: E402
+
+SHAPES = [(2, 8192, 32, 32), (2, 8192, 32, 8), (16, 1024, 32, 32)]
+RUNS = 60
+ACCURACY_SHAPE = (1, 4096, 8, 2)
+
+
+def tables(max_pos, random_angles, seed=5):
+    """cos, sin (max_pos, 64) float32 on the GPU: Llama's inv_freq (base 10000), or random angles."""
+    if random_angles:
+        g = torch.Generator().manual_seed(seed)
+        ang = (torch.rand(max_pos, 64, generator=g, dtype=torch.float64) * 2 - 1) * math.pi
+    else:
+        inv = 10000.0 ** (-torch.arange(64, dtype=torch.float64) / 64)
+        ang = torch.arange(max_pos, dtype=torch.float64)[:, None] * inv[None, :]
+    return ang.cos().float().cuda().contiguous(), ang.sin().float().cuda().contiguous()
+
+
+def rope_struct(L, cos, sin, q_pos0=0, k_pos0=0):
+    r = capi.RopeTables()
+    L.fp8attn_rope_tables_init(ctypes.byref(r))
+    r.cos, r.sin, r.max_positions = cos.data_ptr(), sin.data_ptr(), cos.shape[0]
+    r.q_pos0, r.k_pos0 = q_pos0, k_pos0
+    return r
+
+
+def rope_pair_runner(lib, q, k, v, causal, cos, sin, q_pos0=0, k_pos0=0):
+    """fp8attn_attention_rope on pre-rotary q, k, v: the end-to-end runner's arguments with the
+    rope tables (workspace reserved outside the timing)."""
+    L = lib.c
+    base = calls.end_to_end_runner(lib, q, k, v, causal)  # its args, buffers and workspace
+    args = base.keep[0]
+    b, sq, h, d = q.shape
+    ws = ctypes.c_void_p(L.fp8attn_workspace_create())
+    fin = weakref.finalize(args, L.fp8attn_workspace_destroy, ws)
+    L.check(L.fp8attn_workspace_reserve(
+        ws, L.fp8attn_attention_workspace_bytes(b, sq, k.shape[1], h, k.shape[2], d)), "quant", "reserve")
+    r = rope_struct(L, cos, sin, q_pos0, k_pos0)
+    fn, ra, rr, st = L.fp8attn_attention_rope, ctypes.byref(args), ctypes.byref(r), calls._stream()
+
+    def run():
+        s = fn(ra, rr, ws, st)
+        if s != 0:
+            L.check(s, "quant", "attention_rope")
+    run()
+    run.keep = (base, r, fin, cos, sin)
+    run.out = base.out
+    return run
+
+
+def rope_bf16_runner(lib, x, cos, sin, pos0=0):
+    L = lib.c
+    t = calls._bf16(x)
+    r = rope_struct(L, cos, sin)
+    fn, rt, rr, st = L.fp8attn_rope_bf16, ctypes.byref(t), ctypes.byref(r), calls._stream()
+
+    def run():
+        s = fn(rt, rr, pos0, st)
+        if s != 0:
+            L.check(s, "quant", "rope_bf16")
+    run.keep = (t, r, x, cos, sin)
+    return run
+
+
+def flops(b, s, h, causal):
+    f = 4.0 * b * s * s * h * 128
+    return f / 2 if causal else f
+
+
+def rotate64(x, cos, sin, pos0):
+    """FP64 rotate_half of x (b, s, h, 128) with table rows pos0 .. pos0 + s - 1."""
+    s = x.shape[1]
+    c = cos[pos0:pos0 + s].double()[None, :, None, :]
+    sn = sin[pos0:pos0 + s].double()[None, :, None, :]
+    x = x.double()
+    lo, hi = x[..., :64], x[..., 64:]
+    return torch.cat([lo * c - hi * sn, hi * c + lo * sn], dim=-1)
+
+
+def main():
+    lib = calls.load(sys.argv[1])
+    fa3 = methods.load_fa3()
+    commit = Path(sys.argv[3]) if len(sys.argv) > 3 else ROOT / ".carry" / "COMMIT"
+    out = {"commit": commit.read_text().strip() if commit.exists() else "?",
+           "gpu": torch.cuda.get_device_name(), "runs": RUNS, "speed": [], "accuracy": [],
+           "fa3": fa3 if isinstance(fa3, str) else "fa3-fwd==0.0.3"}
+    protocol = "head_to_head alternating blocks of 2, medians"
+    for (b, s, h, h_kv) in SHAPES:
+        cos, sin = tables(s, random_angles=False)
+        for causal in (False, True):
+            torch.manual_seed(0)
+            q = torch.randn(b, s, h, 128, device="cuda", dtype=torch.bfloat16)
+            k = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
+            v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
+            run = {"fp8attn_rope_quantize_pair": rope_pair_runner(lib, q, k, v, causal, cos, sin),
+                   "fp8attn_end_to_end": calls.end_to_end_runner(lib, q, k, v, causal)}
+            pairs = []
+            if not isinstance(fa3, str):
+                # In place on copies: the rotary then FA3 on what it wrote (values drift over
+                # calls: timing only).
+                qr, kr = q.clone(), k.clone()
+                rq, rk = rope_bf16_runner(lib, qr, cos, sin), rope_bf16_runner(lib, kr, cos, sin)
+
+                def peer(qr=qr, kr=kr, rq=rq, rk=rk, causal=causal):
+                    rq(), rk()
+                    fa3.flash_attn_func(qr, kr, v, causal=causal)
+                run["fa3_bf16_rope_pair"] = peer
+                run["fa3_bf16"] = lambda causal=causal: fa3.flash_attn_func(q, k, v, causal=causal)
+                pairs += [("fp8attn_rope_quantize_pair", "fa3_bf16_rope_pair"),
+                          ("fp8attn_end_to_end", "fa3_bf16")]
+            pairs.append(("fp8attn_rope_quantize_pair", "fp8attn_end_to_end"))
+            for a, bb in pairs:
+                ta, tb = speed.head_to_head(run[a], run[bb], RUNS)
+                row = {"pair": f"{a} vs {bb}"}
+                for m, t in ((a, ta), (bb, tb)):
+                    med = statistics.median(t)
+                    rec = {"method": m, "b": b, "sq": s, "sk": s, "h": h, "h_kv": h_kv,
+                           "causal": causal, "tflops_median": flops(b, s, h, causal) / med / 1e9,
+                           "ms_median": med, "runs": len(t), "protocol": protocol,
+                           "pair": row["pair"]}
+                    out["speed"].append(rec)
+                    row[m] = rec["tflops_median"]
+                print(f"b{b} s{s} h{h}/{h_kv} causal={int(causal)} {row['pair']}: "
+                      f"{row[a]:.0f} vs {row[bb]:.0f} TFLOP/s (ratio {row[a] / row[bb]:.3f})",
+                      flush=True)
+            del run
+            torch.cuda.empty_cache()
+            Path(sys.argv[2]).write_text(json.dumps(out, indent=1) + "\n")  # so far
+    b, s, h, h_kv = ACCURACY_SHAPE
+    pos0 = 7
+    cos, sin = tables(s + pos0, random_angles=True)
+    for kind in ("gaussian", "outlier"):
+        q, k, v = accuracy.synthetic(kind, b, s, h, h_kv, 128, 17, "cuda")
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        for causal in (False, True):
+            ref, _ = accuracy.exact_attention(rotate64(q, cos, sin, pos0),
+                                              rotate64(k, cos, sin, pos0), v, causal)
+            fused = rope_pair_runner(lib, q, k, v, causal, cos, sin, pos0, pos0)
+            qr, kr = q.clone(), k.clone()
+            rope_bf16_runner(lib, qr, cos, sin, pos0)()
+            rope_bf16_runner(lib, kr, cos, sin, pos0)()
+            plain = calls.end_to_end_runner(lib, qr, kr, v, causal)
+            torch.cuda.synchronize()
+            ef = accuracy.error_metrics(fused.out[0], ref)
+            en = accuracy.error_metrics(plain.out[0], ref)
+            ok = all(x is not None for x in (ef["rmse"], en["rmse"]))
+            rec = {"set": kind, "table": "random angles, seed 5", "pos0": pos0, "b": b, "s": s,
+                   "h": h, "h_kv": h_kv, "causal": causal,
+                   "fused_rmse": ef["rmse"], "fused_max_abs": ef["max_abs"],
+                   "nonfused_rmse": en["rmse"], "nonfused_max_abs": en["max_abs"]}
+            rec["rmse_ratio"] = ef["rmse"] / en["rmse"] if ok else None
+            rec["max_ratio"] = ef["max_abs"] / en["max_abs"] if ok else None
+            rec["pass"] = bool(ok and rec["rmse_ratio"] <= 1.10 and rec["max_ratio"] <= 1.10)
+            out["accuracy"].append(rec)
+            print(f"{kind} causal={int(causal)}: rmse fused {ef['rmse']} non-fused {en['rmse']} "
+                  f"(x{rec['rmse_ratio']}), max x{rec['max_ratio']} "
+                  f"{'PASS' if rec['pass'] else 'FAIL'}", flush=True)
+    Path(sys.argv[2]).write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()
