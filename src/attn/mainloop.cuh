@@ -193,8 +193,9 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     const float kd_head = kd_base ? __ldg(kd_base) : 1.f;
     // q_scale: from the loaded descale to softmax_scale_log2 * descale; head_scale: that times the
     // K descale (one per head), the scale of every block's scores.
-    // The empty volatile asm pins the products after the wgmma issue before it (the compiler
-    // otherwise moves them up between the QK^T's k-steps, where they wait for the loads again).
+    // The empty volatile asm keeps the products after the QK^T's issue in the PTX; ptxas still
+    // interleaves them before the issue's last k-step (SASS), but after the ping-pong barrier and
+    // the first k-steps, so the load's wait no longer delays the turn or the first k-steps.
     auto set_scales = [&]() {
       float kd = kd_head;
       asm volatile("" : "+f"(kd), "+f"(q_scale[0]), "+f"(q_scale[1]));
