@@ -107,8 +107,9 @@ void round_p(const float* e, float* p, int n, Format fmt, bool hilo) {
 
 // Thread-local buffers of one query tile.
 struct TileBuffers {
-  std::vector<float> qt, s, tmp, p, alpha, o, ob, inv_l, t, e;
+  std::vector<float> qt, s, tmp, p, alpha, o, ob, inv_l, t, e, mwarp;
   void reserve(int ld_s, int nblk, int d, int block_n) {
+    mwarp.resize(static_cast<size_t>(kTileM) * nblk);
     qt.resize(static_cast<size_t>(kTileM) * d);
     s.resize(static_cast<size_t>(kTileM) * ld_s);
     tmp.resize(static_cast<size_t>(kTileM) * std::max(ld_s, d));
@@ -121,6 +122,46 @@ struct TileBuffers {
     e.resize(block_n);
   }
 };
+
+constexpr int kWarpRows = 16;  // rows of the tile one warp holds (the m64 wgmma: 16 per warp)
+
+// rescale_per_warp: each row's running max after each visited block (m_out[r * nkb + idx]), the
+// slack tested per warp: when any row of a warp would move (its block max exceeds its m by more
+// than the slack), every row of that warp takes max(m, block max), its exact running max.
+void warp_running_max(const FlashNumerics& nm, const float* S, int ld_s, int R, int i0, int nblk,
+                      int kcols, int sq, int sk, int nkb, const FlashInputs& in, float scale_log2,
+                      size_t bh, const float* ks, const float* kb_row, float* m_out) {
+  const int BN = nm.block_n;
+  float cand[kWarpRows], m[kWarpRows];
+  for (int w0 = 0; w0 < R; w0 += kWarpRows) {
+    const int wr = std::min(kWarpRows, R - w0);
+    std::fill_n(m, kWarpRows, kNegInf);
+    for (int idx = 0; idx < nblk; ++idx) {
+      const int n = nm.last_to_first ? nblk - 1 - idx : idx;
+      bool any = false;
+      for (int rr = 0; rr < wr; ++rr) {
+        const int r = w0 + rr, i = i0 + r;
+        const int ke = causal_key_end(i, sq, sk, in.causal);
+        const int j0 = n * BN, jv = std::min(std::min(j0 + BN, kcols), ke);
+        const float scale = scale_log2 * (in.q_scale ? in.q_scale[bh * sq + i] : 1.0f) * (ks ? ks[n] : 1.0f);
+        const float* sr = S + static_cast<size_t>(r) * ld_s;
+        float mx = kNegInf;
+        if (!kb_row) {
+          for (int j = j0; j < jv; ++j) mx = sr[j] > mx ? sr[j] : mx;
+          cand[rr] = std::fmax(m[rr], mx * scale);
+        } else {
+          for (int j = j0; j < jv; ++j) mx = std::fmax(mx, std::fma(sr[j], scale, kb_row[j]));
+          cand[rr] = std::fmax(m[rr], mx);
+        }
+        any |= cand[rr] > m[rr] + nm.rescale_slack_log2;
+      }
+      for (int rr = 0; rr < wr; ++rr) {
+        if (any) m[rr] = cand[rr];
+        m_out[static_cast<size_t>(w0 + rr) * nkb + idx] = m[rr];
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -140,6 +181,9 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
   const float scale_log2 = softmax_scale * kLog2e;  // as the kernel's host code forms it
   const float off = nm.p_offset_log2;
   const int bits = nm.acc_mantissa_bits;
+  if (nm.exp_fa3 && (in.key_bias || nm.rescale_slack_log2 != 0.0f || nm.rescale_per_warp)) {
+    throw std::invalid_argument("flash_forward: exp_fa3 needs slack 0 and no key bias");
+  }
 
   FlashOutputs out;
   out.o_acc = Tensor(B, sq, H, D);
@@ -211,6 +255,10 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
 
           // Online softmax, row by row, blocks in the kernel's order: P, alpha per block, l, LSE.
           const float* kb_row = in.key_bias ? in.key_bias + bh * sk : nullptr;
+          // rescale_per_warp: the running max of each row after each visited block, decided per
+          // warp of 16 rows (tb.mwarp[r * nkb + idx]).
+          if (nm.rescale_per_warp) warp_running_max(nm, S, ld_s, R, i0, nblk, kcols, sq, sk, nkb,
+                                                    in, scale_log2, bh, ks, kb_row, tb.mwarp.data());
           for (int r = 0; r < R; ++r) {
             const int i = i0 + r;
             const int ke = causal_key_end(i, sq, sk, in.causal);
@@ -219,6 +267,7 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
             float* pr = tb.p.data() + static_cast<size_t>(r) * ld_s;
             float* ar = tb.alpha.data() + static_cast<size_t>(r) * nkb;
             float m = kNegInf;
+            float m_raw = kNegInf;  // exp_fa3: the running max of the unscaled scores
             float lp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             float lt = 0.0f, l_prev_blk = 0.0f;  // l_from_rounded_p: l, and the last block's sum
             for (int idx = 0; idx < nblk; ++idx) {
@@ -236,11 +285,27 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
                 m_new = std::fmax(m, mx);
               }
               // The max moves only past the slack (the kernel's: FP8ATTN_RESCALE_SLACK_LOG2).
-              if (!(m_new > m + nm.rescale_slack_log2)) m_new = m;
+              if (nm.rescale_per_warp) {
+                m_new = tb.mwarp[static_cast<size_t>(r) * nkb + idx];
+              } else if (!(m_new > m + nm.rescale_slack_log2)) {
+                m_new = m;
+              }
               // A row that has seen no key yet keeps m = -inf; exp2 then gives 0, not NaN.
               const float m_use = m_new == kNegInf ? 0.0f : m_new;
-              const float alpha = std::exp2(m - m_use);
-              const float nb = off - m_use;
+              float alpha = std::exp2(m - m_use);
+              float nb = off - m_use;
+              if (nm.exp_fa3) {
+                // FA3's arithmetic (its softmax: the max kept unscaled, the offset folded into
+                // one FFMA, the rescale from the unscaled difference); with slack 0 and one scale
+                // per row, m_new is m_raw * scale and only the roundings differ.
+                float mx = kNegInf;
+                for (int j = j0; j < jv; ++j) mx = sr[j] > mx ? sr[j] : mx;
+                const float mr_new = std::fmax(m_raw, mx);
+                const float cur = mr_new == kNegInf ? 0.0f : mr_new;
+                alpha = std::exp2((m_raw - cur) * scale);
+                nb = -(mr_new == kNegInf ? 0.0f : std::fma(mr_new, scale, -off));
+                m_raw = mr_new;
+              }
               const int nb_keys = j1 - j0;
               float* tt = tb.t.data();
               float* ee = tb.e.data();

@@ -6,7 +6,8 @@
 //   S      = Q K_n^T                        FP32 (or the Hopper FP8 accumulator model)
 //   scale  = (softmax_scale * log2 e * q_scale[row]) * k_scale[block]
 //   c      = max(m, rowmax(S) * scale)      log2 units; blocks visited last to first
-//   m'     = c if c > m + slack else m      slack 0: the exact running max
+//   m'     = c if c > m + slack else m      slack 0: the exact running max; rescale_per_warp:
+//                                           c for every row of the warp if any of its rows moves
 //   p      = exp2(fma(S, scale, offset - m'))  FA3: offset 8, P in [0, 256]
 //   P      = round(p)                       E4M3, E4M3 hi+lo, BF16, FP16 or FP32
 //   l'     = fma(l, exp2(m - m'), rowsum(p)) four partial sums per row, as the four threads of a
@@ -54,6 +55,10 @@ struct FlashNumerics {
   float rescale_slack_log2 = 0;  // m moves only when a block's max exceeds it by more than this
                                  // (0: m is the exact running max; the kernel: 3, so max(P) =
                                  // 2^(offset + slack))
+  bool rescale_per_warp = false; // the slack test per warp (16 rows of the tile, the kernel's
+                                 // warp): when any row of the warp's max moves past the slack,
+                                 // every row of the warp takes its exact running max (the warp's
+                                 // O rescale runs anyway); else per row (a row moves alone)
   bool l_from_rounded_p = false; // l sums P as rounded, per block, as the E4M3 kernel's tensor
                                  // core does (else the FP32 p: FA3, the hi+lo kernel)
   Accumulator acc_qk = Accumulator::kFP32;
@@ -62,6 +67,10 @@ struct FlashNumerics {
   int acc_chunk = 32;            // kHopperFP8: products per k-step (FP8 wgmma K = 32)
   AlignedRule acc_rule;          // kAligned: group, fraction bits, rounding, C in the alignment
   bool two_level = true;         // PV of each block into a fresh accumulator, then added to O
+  bool exp_fa3 = false;          // FA3's exp2 argument: max_scaled = fma(m_raw, scale, -offset),
+                                 // p = exp2(fma(S, scale, -max_scaled)), alpha = exp2((m_raw_prev -
+                                 // m_raw) * scale) with m_raw unscaled (slack 0 only); else
+                                 // p = exp2(fma(S, scale, offset - m)), m = max(S * scale)
   bool exp2_ftz = false;         // flush subnormal exp2 results to zero (ex2.approx.ftz)
   Format o_format = Format::BF16;
 };

@@ -345,6 +345,10 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "hilo_min") nm.p_hilo_min_log2 = std::stof(val);
   else if (key == "slack") nm.rescale_slack_log2 = std::stof(val);
   else if (key == "l_rounded") nm.l_from_rounded_p = parse_bool(spec, val);
+  else if (key == "rescale") {
+    if (val != "row" && val != "warp") bad(spec, "rescale must be row or warp");
+    nm.rescale_per_warp = val == "warp";
+  }
   else if (key == "order") {
     if (val != "last" && val != "first") bad(spec, "order must be last or first");
     nm.last_to_first = val == "last";
@@ -366,6 +370,7 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "block") nm.block_n = std::stoi(val);
   else if (key == "o") nm.o_format = parse_format(spec, val);
   else if (key == "ftz") nm.exp2_ftz = parse_bool(spec, val);
+  else if (key == "exp_fa3") nm.exp_fa3 = parse_bool(spec, val);
   else bad(spec, "unknown option '" + key + "'");
 }
 
@@ -428,7 +433,7 @@ std::string Scheme::summary() const {
   s << " p=" << format_name(nm.p_format) << (nm.p_hilo ? "hilo" : "");
   if (nm.p_hilo && nm.p_hilo_min_log2 > -1e29f) s << " hilo_min=" << nm.p_hilo_min_log2;
   s << " p_offset="
-    << nm.p_offset_log2 << " slack=" << nm.rescale_slack_log2 << " l_rounded=" << nm.l_from_rounded_p << " order="
+    << nm.p_offset_log2 << " slack=" << nm.rescale_slack_log2 << (nm.rescale_per_warp ? " rescale=warp" : "") << " l_rounded=" << nm.l_from_rounded_p << " order="
     << (nm.last_to_first ? "last" : "first") << " block=" << nm.block_n << " acc_qk="
     << acc_name(nm.acc_qk) << " acc_pv=" << acc_name(nm.acc_pv);
   if (nm.acc_qk == Accumulator::kHopperFP8 || nm.acc_pv == Accumulator::kHopperFP8) {
@@ -439,7 +444,8 @@ std::string Scheme::summary() const {
       << " acc_round=" << acc_rounding_name(nm.acc_rule.rounding) << " acc_c_aligned="
       << nm.acc_rule.c_aligned;
   }
-  s << " two_level=" << nm.two_level << " o=" << format_name(nm.o_format);
+  s << " two_level=" << nm.two_level << " o=" << format_name(nm.o_format)
+    << (nm.exp_fa3 ? " exp_fa3=1" : "");
   return s.str();
 }
 
@@ -455,8 +461,8 @@ std::string scheme_help() {
   h += "variants: NAME:key=value:key=value..., keys: q, k, v (FORMAT[.GRAN][.hilo]; formats "
        "e4m3 e5m2 int8 fp16 bf16 fp32; granularities tensor head block token channel), smooth_q, "
        "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, torch_scale, p (e4m3 e4m3hilo bf16 fp16 fp32), "
-       "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
-       "acc_bits, acc_chunk, acc_group, acc_round (zero down nearest), acc_c_aligned, two_level, block, o (bf16 fp16 fp32), ftz; fp8attn-kernel*: smooth_k, smooth_v, "
+       "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, rescale (row warp), l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
+       "acc_bits, acc_chunk, acc_group, acc_round (zero down nearest), acc_c_aligned, two_level, block, o (bf16 fp16 fp32), ftz, exp_fa3; fp8attn-kernel*: smooth_k, smooth_v, "
        "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head, prepass_v_fp16,\n"
          "  prepass_centre (mean|sample), prepass_sample (strided|block), prepass_sample_rows,\n"
          "  prepass_sample_skip, prepass_headroom\n";
