@@ -74,8 +74,11 @@ def per_head(x: np.ndarray):
     return round_e4m3(x / ds[None, :, None]), ds
 
 
-def rescale_fraction(q, k, causal: bool, block_n: int, slacks, heads=None):
-    """Fraction of (warp, visited key block) pairs in which the kernel rescales O, per slack."""
+def rescale_fraction(q, k, causal: bool, block_n: int, slacks, heads=None, per_warp=False):
+    """Fraction of (warp, visited key block) pairs in which the kernel rescales O, per slack.
+
+    per_warp: the slack tested per warp (model rescale=warp): when any row of a warp moves, every
+    row of the warp takes its exact running max (else only the rows past the slack move)."""
     sq, h, d = q.shape
     sk, hk = k.shape[0], k.shape[1]
     # Q's descale per KV head's group of query heads (FA3's q_descale), as quantize_per_head.
@@ -105,9 +108,12 @@ def rescale_fraction(q, k, causal: bool, block_n: int, slacks, heads=None):
                 for j in reversed(range(nblk)):
                     cand = np.maximum(m, bmax[:, j])
                     mv = cand > m + np.float32(s)
-                    m = np.where(mv, cand, m)
                     # rows that see no key in this block keep m; a warp rescales if any row moved
                     nw = (len(rows) + WARP_ROWS - 1) // WARP_ROWS
-                    moved[s] += int(np.pad(mv, (0, nw * WARP_ROWS - len(rows))).reshape(nw, WARP_ROWS).any(axis=1).sum())
+                    wmv = np.pad(mv, (0, nw * WARP_ROWS - len(rows))).reshape(nw, WARP_ROWS).any(axis=1)
+                    if per_warp:
+                        mv = np.repeat(wmv, WARP_ROWS)[:len(rows)]
+                    m = np.where(mv, cand, m)
+                    moved[s] += int(wmv.sum())
             visits += int(nblk) * ((len(rows) + WARP_ROWS - 1) // WARP_ROWS)
     return {str(s): float(moved[s]) / visits for s in slacks}, int(visits)
