@@ -2,6 +2,7 @@
 // bf16-flash, and the kernel mirror against a literal transcription of src/attn/softmax.cuh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -432,4 +433,47 @@ TEST(Accumulator, TwoLevelHelpsAtLongContext) {
   EXPECT_GT(single, 3 * two) << single << " " << two;
   EXPECT_GT(two, 10 * wide) << two << " " << wide;  // 13 bits cost more than 20
   EXPECT_LT(two, 1e-3);
+}
+
+// rescale_per_warp: with slack 0 it is the exact running max, as per row (bit for bit); with a
+// slack it moves whole warps (16 rows) to their exact maxima, so it differs from the per-row rule
+// but stays a softmax of the same scores (LSE within the E4M3 P's bound of the exact one).
+// exp_fa3 (FA3's exp2 argument) only moves roundings: O within a few E4M3 ties of ours.
+TEST(FlashEngine, RescalePerWarpAndExpFa3) {
+  const fm::Tensor q = gaussian(1, 200, 2, 128, 31, 2.0f), k = gaussian(1, 600, 1, 128, 32, 2.0f);
+  const fm::Tensor v = gaussian(1, 600, 1, 128, 33);
+  fm::FlashInputs in;
+  in.q = &q, in.k = &k, in.v = &v, in.causal = true;
+  fm::FlashNumerics nm;
+  nm.p_offset_log2 = 8.0f, nm.rescale_slack_log2 = 0.0f, nm.two_level = false, nm.block_n = 64,
+  nm.o_format = fm::Format::FP32;
+  const fm::FlashOutputs row0 = fm::flash_forward(in, nm);
+  nm.rescale_per_warp = true;
+  const fm::FlashOutputs warp0 = fm::flash_forward(in, nm);
+  EXPECT_EQ(row0.o_acc.data, warp0.o_acc.data);
+  nm.rescale_slack_log2 = 0.8f;
+  const fm::FlashOutputs warp8 = fm::flash_forward(in, nm);
+  nm.rescale_per_warp = false;
+  const fm::FlashOutputs row8 = fm::flash_forward(in, nm);
+  EXPECT_NE(row8.o_acc.data, warp8.o_acc.data);
+  double lse_dev = 0;
+  for (size_t i = 0; i < row0.lse.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(warp8.lse[i]) && std::isfinite(row8.lse[i]));
+    lse_dev = std::max({lse_dev, static_cast<double>(std::fabs(warp8.lse[i] - row0.lse[i])),
+                        static_cast<double>(std::fabs(row8.lse[i] - row0.lse[i]))});
+  }
+  EXPECT_GT(lse_dev, 0.0);
+  EXPECT_LT(lse_dev, std::log1p(1.0 / 16));
+  nm.rescale_slack_log2 = 0.0f;
+  nm.exp_fa3 = true;
+  const fm::FlashOutputs fa3 = fm::flash_forward(in, nm);
+  double dmax = 0, omax = 0;
+  for (size_t i = 0; i < fa3.o_acc.data.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(fa3.o_acc.data[i]));
+    dmax = std::max(dmax, static_cast<double>(std::fabs(fa3.o_acc.data[i] - row0.o_acc.data[i])));
+    omax = std::max(omax, static_cast<double>(std::fabs(row0.o_acc.data[i])));
+  }
+  EXPECT_LT(dmax, omax / 64);
+  nm.rescale_slack_log2 = 0.5f;
+  EXPECT_THROW(fm::flash_forward(in, nm), std::invalid_argument);
 }
