@@ -118,7 +118,9 @@ def main():
     lib = calls.load(sys.argv[1])
     fa3 = methods.load_fa3()
     commit = Path(sys.argv[3]) if len(sys.argv) > 3 else ROOT / ".carry" / "COMMIT"
-    out = {"commit": commit.read_text().strip() if commit.exists() else "?",
+    out = {"command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+           "date": __import__("datetime").datetime.now(__import__("datetime").timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "commit": commit.read_text().strip() if commit.exists() else "?",
            "gpu": torch.cuda.get_device_name(), "runs": RUNS, "speed": [], "accuracy": [],
            "fa3": fa3 if isinstance(fa3, str) else "fa3-fwd==0.0.3"}
     protocol = "head_to_head alternating blocks of 2, medians"
