@@ -18,27 +18,14 @@ set -u
 cd "$(dirname "$0")/../.."
 CARRY=${1:-.carry/one-pass}
 CARRY=$(cd "$CARRY" && pwd)
-export LD_LIBRARY_PATH="$CARRY"
-for dir in "$CARRY"/fallback/*/; do
-  [[ -d "$dir" ]] || continue
-  for lib in "$dir"*; do
-    ldconfig -p | grep -q "$(basename "$lib")" || LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
-  done
-done
+source lab/probes/carry.sh
+carry_env "$CARRY"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 {
 start=$SECONDS
 echo "commit $(cat "$CARRY/COMMIT" 2>/dev/null || echo '?') tree $(git rev-parse --short=12 HEAD 2>/dev/null) $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
-for t in test_quant test_quant_attention; do
-  limit=60; [[ $t == test_quant_attention ]] && limit=30
-  t0=$SECONDS
-  timeout $limit "$CARRY/tests/$t" > "/tmp/$t.log" 2>&1; rc=$?
-  echo "$t exit $rc ($((SECONDS - t0)) s; 124 = over its ${limit} s limit)"
-  # The totals and each failed test (its seed and messages are in one-pass-tests.log).
-  grep -E "^\[  PASSED  \] [0-9]+ test|^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]" "/tmp/$t.log" | head -12
-  { echo "===== $t exit $rc"; cat "/tmp/$t.log"; } >> "$OUT/one-pass-tests.log"
-done
+carry_tests "$CARRY" "$OUT/one-pass-tests.log" test_quant:60 test_quant_attention:30
 if ls .whl/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site

@@ -22,7 +22,6 @@ it the FA3 pairs are left out)
 import ctypes
 import json
 import math
-import statistics
 import sys
 import weakref
 from pathlib import Path
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import accuracy  # noqa: E402
 import fp8attn_calls as calls  # noqa: E402
 import methods  # noqa: E402
-import speed  # noqa: E402
+import pair_timing  # noqa: E402
 from fp8attn import capi  # noqa: E402
 
 SHAPES = [(2, 8192, 32, 32), (2, 8192, 32, 8), (16, 1024, 32, 32)]
@@ -148,20 +147,7 @@ def main():
                 pairs += [("fp8attn_rope_quantize_pair", "fa3_bf16_rope_pair"),
                           ("fp8attn_end_to_end", "fa3_bf16")]
             pairs.append(("fp8attn_rope_quantize_pair", "fp8attn_end_to_end"))
-            for a, bb in pairs:
-                ta, tb = speed.head_to_head(run[a], run[bb], RUNS)
-                row = {"pair": f"{a} vs {bb}"}
-                for m, t in ((a, ta), (bb, tb)):
-                    med = statistics.median(t)
-                    rec = {"method": m, "b": b, "sq": s, "sk": s, "h": h, "h_kv": h_kv,
-                           "causal": causal, "tflops_median": flops(b, s, h, causal) / med / 1e9,
-                           "ms_median": med, "runs": len(t), "protocol": protocol,
-                           "pair": row["pair"]}
-                    out["speed"].append(rec)
-                    row[m] = rec["tflops_median"]
-                print(f"b{b} s{s} h{h}/{h_kv} causal={int(causal)} {row['pair']}: "
-                      f"{row[a]:.0f} vs {row[bb]:.0f} TFLOP/s (ratio {row[a] / row[bb]:.3f})",
-                      flush=True)
+            pair_timing.time_pairs(run, pairs, b, s, h, h_kv, causal, RUNS, protocol, flops, out["speed"])
             del run
             torch.cuda.empty_cache()
             Path(sys.argv[2]).write_text(json.dumps(out, indent=1) + "\n")  # so far

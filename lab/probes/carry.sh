@@ -1,0 +1,52 @@
+# Shared pieces of the probe scripts that carry their own library and test binaries (sourced).
+#   carry_stage BUILD_DIR CARRY TEST...   here: build fp8attn + the tests, copy them, the fallback
+#                                         libraries and COMMIT into CARRY
+#   carry_env CARRY                       there: LD_LIBRARY_PATH for CARRY and its fallback/ libraries
+#                                         the machine lacks
+#   carry_tests CARRY LOG NAME:LIMIT...   there: each test binary under its time limit, its totals
+#                                         and failed tests echoed, its whole log appended to LOG
+carry_stage() {
+  local build=$1 carry=$2 t
+  shift 2
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-/work}
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBLA_STATIC=OFF \
+    -DBLAS_openblas_LIBRARY=/usr/lib/x86_64-linux-gnu/libopenblas.so \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
+  nice -n 10 cmake --build "$build" -j 2 --target fp8attn "$@" 2>&1 |
+    grep -E "error|warning: Registers are spilled|Built target" || true
+  rm -rf "$carry"
+  mkdir -p "$carry/tests" "$carry/fallback/openblas" "$carry/fallback/gomp"
+  cp "$build/src/libfp8attn.so" "$carry/"
+  for t in "$@"; do cp "$build/tests/$t" "$carry/tests/"; done
+  gcc -O2 -shared -fPIC -Wl,-soname,libopenblas.so.0 -o "$carry/fallback/openblas/libopenblas.so.0" \
+    scripts/openblas_shim.c
+  cp -L /lib/x86_64-linux-gnu/libgomp.so.1 "$carry/fallback/gomp/"
+  local commit
+  commit=$(git rev-parse --short=12 HEAD)
+  [[ -n "$(git status --porcelain -- src model include tests CMakeLists.txt)" ]] && commit="$commit-dirty"
+  echo "$commit" > "$carry/COMMIT"
+  du -sh "$carry"
+}
+carry_env() {
+  local carry=$1 dir lib
+  export LD_LIBRARY_PATH="$carry"
+  for dir in "$carry"/fallback/*/; do
+    [[ -d "$dir" ]] || continue
+    for lib in "$dir"*; do
+      ldconfig -p | grep -q "$(basename "$lib")" || LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
+    done
+  done
+}
+carry_tests() {
+  local carry=$1 log=$2 spec t limit t0 rc
+  shift 2
+  for spec in "$@"; do
+    t=${spec%%:*} limit=${spec##*:}
+    t0=$SECONDS
+    timeout "$limit" "$carry/tests/$t" > "/tmp/$t.log" 2>&1; rc=$?
+    echo "$t exit $rc ($((SECONDS - t0)) s; 124 = over its ${limit} s limit)"
+    # The totals and each failed test (its seed and messages are in the log).
+    grep -E "^\[  PASSED  \] [0-9]+ test|^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]" "/tmp/$t.log" | head -12
+    { echo "===== $t exit $rc"; cat "/tmp/$t.log"; } >> "$log"
+  done
+}
