@@ -139,7 +139,8 @@ def main() -> int:
     # results file rewritten after each.
     tests = repo / "tests" / "python"
     groups = [("api", [tests / f for f in ("test_abi.py", "test_no_torch.py",
-                                          "test_validation.py", "test_gpu_api.py")], 90),
+                                          "test_validation.py", "test_validation_rope.py",
+                                          "test_gpu_api.py")], 90),
               ("compile", [tests / "test_gpu_compile.py"], args.pytest_timeout)]
     for tag, files, limit in groups:
         try:

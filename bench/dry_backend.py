@@ -6,7 +6,10 @@ Stand-ins: E4M3 and BF16 rounding by bit arithmetic; 'fp8attn' modes and 'fa3_fp
 attention on the dequantized inputs with P rounded to E4M3 (or FP16, or hi+lo), output to BF16;
 'fp8attn_accurate' = the same with FP16 P on V rounded to FP16 at V's per-head scale (Q, K as
 the others'); BF16 methods = exact attention on the BF16 data; the pre-pass = K and V
-mean-smoothed, Q scaled per token, V in E4M3 or (vt16) FP16. Timing is wall clock (bench/speed.py picks it without CUDA). Every accuracy stand-in
+mean-smoothed, Q scaled per token, V in E4M3 or (vt16) FP16; the rope pairs = Q and K rotated
+(rotate_half, Llama's tables) in FP64, then the pre-pass stand-in (fp8attn_rope_quantize_pair) or
+rounded to BF16 and exact attention (fa3_bf16_rope_pair). Timing is wall clock (bench/speed.py
+picks it without CUDA). Every accuracy stand-in
 takes the dataset's softmax scale as the GPU methods do; captures are read with
 tools/capture/st_io.py (no torch) and cut to their first DRY_CAPTURE_TOKENS tokens.
 """
@@ -195,10 +198,38 @@ def speed_runners(names, shape, sets, fa3, notes):
             args = Prepass(*inp["bf16"]).deq
         elif name == "fp8attn_accurate_end_to_end":
             args, rnd = Prepass(*inp["bf16"], vt16=True).deq, fp16
+        elif name in ("fp8attn_rope_quantize_pair", "fa3_bf16_rope_pair"):
+            args, rnd = _rope_args(name, shape, *inp["bf16"])
         else:
             args = inp["bf16"]
         out[name] = (lambda a=args, r=rnd: exact_attention(*a, shape.causal, p_round=r))
     return out
+
+
+def rope_tables(max_positions, base=10000.0):
+    """As bench/fp8attn_calls.rope_tables: cos, sin (max_positions, 64) float32."""
+    ang = np.arange(max_positions, dtype=np.float64)[:, None] * base ** (-np.arange(64) / 64)[None, :]
+    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+def rope_rotate(x, cos, sin, pos0):
+    """rotate_half of x (b, s, h, 128) with table rows pos0 .. pos0 + s - 1, in FP64."""
+    s = x.shape[1]
+    c = cos[pos0:pos0 + s].astype(np.float64)[None, :, None, :]
+    sn = sin[pos0:pos0 + s].astype(np.float64)[None, :, None, :]
+    lo, hi = x[..., :64].astype(np.float64), x[..., 64:].astype(np.float64)
+    return np.concatenate([lo * c - hi * sn, hi * c + lo * sn], axis=-1)
+
+
+def _rope_args(name, shape, q, k, v):
+    """(args, p_round) of a rope pair's stand-in on pre-rotary q, k, v."""
+    from sweep import rope_positions
+    n, q_pos0, k_pos0 = rope_positions(shape)
+    cos, sin = rope_tables(n)
+    qr, kr = rope_rotate(q, cos, sin, q_pos0), rope_rotate(k, cos, sin, k_pos0)
+    if name == "fp8attn_rope_quantize_pair":  # rotated in FP32 registers, never rounded to BF16
+        return Prepass(qr, kr, v).deq, e4m3
+    return (bf16(qr), bf16(kr), v), None      # the BF16 rotary's output, FA3 BF16
 
 
 def qkv_gemm(shape):

@@ -17,6 +17,10 @@ public binding (python/fp8attn: capi for the C ABI, ops.make_params for the kern
   o, lse = pp.run(causal, mode); q, k, v, scale, o_bias = pp.dequantized()
   pp = prepass(lib, q, k, v, vt16=True)           # the same with an FP16 V^T cache (the accurate
   o, lse = pp.run(causal, "fp8attn_accurate")     # mode's own inputs)
+  cos, sin = rope_tables(max_positions)           # Llama's rotary tables (FP32, (positions, 64))
+  run = rope_pair_runner(lib, q, k, v, causal, cos, sin, q_pos0, k_pos0)
+                                                  # fp8attn_attention_rope on pre-rotary q, k, v
+  run = rope_bf16_runner(lib, x, cos, sin, pos0)  # fp8attn_rope_bf16, in place on BF16 x
 """
 from __future__ import annotations
 
@@ -162,12 +166,9 @@ def _bf16(t):
     return capi.Bf16Tensor(t.data_ptr(), b, s, h, d, sb, ss, sh)
 
 
-def end_to_end_runner(lib: Lib, q, k, v, causal: bool, softmax_scale: float | None = None,
-                      mode: str = "fp8attn"):
-    """fp8attn_attention (pre-pass with the library's default options + kernel) on BF16 q, k, v;
-    the workspace reserved here, outside any timing (the C entry, without Python per call).
-    softmax_scale None: the library's default, 1/sqrt(128). mode: the P precision of `mode`'s
-    method ("fp8attn_accurate": FP16 P, for which the library writes and reads an FP16 V^T)."""
+def _attention_args(lib: Lib, q, k, v, causal: bool, softmax_scale, mode: str):
+    """fp8attn_attention_args on BF16 q, k, v with fresh outputs, and a library workspace of the
+    size fp8attn_attention (and fp8attn_attention_rope) needs. Returns (args, ws, keep)."""
     b, sq, h, d = q.shape
     sk, h_kv = k.shape[1], k.shape[2]
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
@@ -185,7 +186,17 @@ def end_to_end_runner(lib: Lib, q, k, v, causal: bool, softmax_scale: float | No
     finalizer = weakref.finalize(args, L.fp8attn_workspace_destroy, ws)
     L.check(L.fp8attn_workspace_reserve(
         ws, L.fp8attn_attention_workspace_bytes(b, sq, sk, h, h_kv, d)), "quant", "workspace reserve")
-    stream = _stream()
+    return args, ws, (args, finalizer, q, k, v, out, lse)
+
+
+def end_to_end_runner(lib: Lib, q, k, v, causal: bool, softmax_scale: float | None = None,
+                      mode: str = "fp8attn"):
+    """fp8attn_attention (pre-pass with the library's default options + kernel) on BF16 q, k, v;
+    the workspace reserved here, outside any timing (the C entry, without Python per call).
+    softmax_scale None: the library's default, 1/sqrt(128). mode: the P precision of `mode`'s
+    method ("fp8attn_accurate": FP16 P, for which the library writes and reads an FP16 V^T)."""
+    args, ws, keep = _attention_args(lib, q, k, v, causal, softmax_scale, mode)
+    L, stream = lib.c, _stream()
     fn, ref = L.fp8attn_attention, ctypes.byref(args)
 
     def run():
@@ -193,8 +204,8 @@ def end_to_end_runner(lib: Lib, q, k, v, causal: bool, softmax_scale: float | No
         if status != 0:
             L.check(status, "quant", "attention")
     run()
-    run.keep = (args, finalizer, q, k, v, out, lse)
-    run.out = out, lse
+    run.keep = keep
+    run.out = keep[-2:]
     return run
 
 
@@ -301,3 +312,57 @@ class Prepass:
 
 def prepass(lib: Lib, q, k, v, softmax_scale: float | None = None, vt16: bool = False) -> Prepass:
     return Prepass(lib, q, k, v, softmax_scale, vt16)
+
+
+# ---- the rope entry (include/fp8attn/rope.h) ---------------------------------------------------
+
+def rope_tables(max_positions: int, base: float = 10000.0):
+    """cos, sin (max_positions, 64) float32 on the GPU: Llama's / Qwen's rotate_half tables,
+    angle(p, i) = p * base^(-i / 64), computed in FP64 then rounded once."""
+    inv = base ** (-torch.arange(64, dtype=torch.float64) / 64)
+    ang = torch.arange(max_positions, dtype=torch.float64)[:, None] * inv[None, :]
+    return ang.cos().float().cuda().contiguous(), ang.sin().float().cuda().contiguous()
+
+
+def _rope_struct(lib: Lib, cos, sin, q_pos0: int = 0, k_pos0: int = 0):
+    r = capi.RopeTables()
+    lib.c.fp8attn_rope_tables_init(ctypes.byref(r))
+    r.cos, r.sin, r.max_positions = cos.data_ptr(), sin.data_ptr(), cos.shape[0]
+    r.q_pos0, r.k_pos0 = q_pos0, k_pos0
+    return r
+
+
+def rope_pair_runner(lib: Lib, q, k, v, causal: bool, cos, sin, q_pos0: int = 0, k_pos0: int = 0,
+                     softmax_scale: float | None = None):
+    """fp8attn_attention_rope (the rope + quantize pre-pass and the kernel: one C call) on
+    pre-rotary BF16 q, k, v with the library's default options; arguments, outputs and workspace
+    made here, outside any timing (one launch checks them). run.out = (o, lse)."""
+    args, ws, keep = _attention_args(lib, q, k, v, causal, softmax_scale, "fp8attn")
+    rope = _rope_struct(lib, cos, sin, q_pos0, k_pos0)
+    L, stream = lib.c, _stream()
+    fn, ra, rr = L.fp8attn_attention_rope, ctypes.byref(args), ctypes.byref(rope)
+
+    def run():
+        status = fn(ra, rr, ws, stream)
+        if status != 0:
+            L.check(status, "quant", "attention_rope")
+    run()
+    run.keep = (keep, rope, cos, sin)
+    run.out = keep[-2:]
+    return run
+
+
+def rope_bf16_runner(lib: Lib, x, cos, sin, pos0: int = 0):
+    """fp8attn_rope_bf16 in place on BF16 x (b, s, heads, 128), rows from table row pos0: the
+    library's copy-speed rotary (16-byte loads and stores). Checked (one call) here."""
+    L = lib.c
+    t, rope = _bf16(x), _rope_struct(lib, cos, sin)
+    fn, rt, rr, stream = L.fp8attn_rope_bf16, ctypes.byref(t), ctypes.byref(rope), _stream()
+
+    def run():
+        status = fn(rt, rr, pos0, stream)
+        if status != 0:
+            L.check(status, "quant", "rope_bf16")
+    run()
+    run.keep = (t, rope, x, cos, sin)
+    return run

@@ -4,9 +4,14 @@ cuDNN BF16 at every row of the sweep (bench/sweep.py), causal and not, alone and
 after a QKV-projection GEMM; the BF16-in path (fp8attn_end_to_end) against FA3 BF16; accuracy of
 every method on the same data. Writes results/<date>-<gpu>-<commit>.{json,md,png} and
 <...>-tradeoff.png. Builds nothing: loads the carried libfp8attn.so (bench/fp8attn_calls.py).
+Part `rope` (not in the default parts): the BF16-in path with the rotary fused, the same sweep and
+protocols: fp8attn_rope_quantize_pair (pre-rotary BF16 in, fp8attn_attention_rope) against
+fa3_bf16_rope_pair (fp8attn_rope_bf16 on Q and K, then FA3 BF16), and head to head with the plain
+fp8attn_end_to_end; its records join the others in res["speed"] (a `--speed-from` file's too).
 
   python3 bench/harness.py --lib .carry/libfp8attn.so --out "$OUT" --tests-json tests.json
   python3 bench/harness.py --only speed --quick ...       # parts of a session (repeat --only)
+  python3 bench/harness.py --only rope ...                # the rotary-fused pairs alone
   python3 bench/harness.py --plan                         # the plan and its time estimate only
   python3 bench/harness.py --dry-run --out /tmp/h         # no GPU, no torch: numpy stand-ins
 FA3 comes from PyPI fa3-fwd==0.0.3 (module fa3_fwd_interface on PYTHONPATH); if it does not
@@ -38,11 +43,15 @@ SEED_MODES = ("fp8attn_p_hilo", "fp8attn_p_fp16")
 # The accurate mode (FP16 P on FP16 V^T, issue 14): head to head with FA3 FP8 and FA3 BF16 at the
 # seed and the short row; its BF16-in call with FA3 BF16 at the seed.
 ACCURATE, E2E_ACCURATE = "fp8attn_accurate", "fp8attn_accurate_end_to_end"
+ROPE_PAIR, ROPE_PEER = report.ROPE_PAIR, report.ROPE_PEER  # part "rope" (issue 17)
+SPEED_PARTS = ("speed", "rope")
 # Guesses for the time estimate only (TFLOP/s on the H200, from issues 13, 14 and 17; the
-# accurate mode's from lab/results/probe/2026-12-01-h200-310618d-accurate-v16-ab.json).
+# accurate mode's from lab/results/probe/2026-12-01-h200-310618d-accurate-v16-ab.json; the rope
+# pairs' below results/rope-pairs-704758963d1e.json's, for their short rows).
 GUESS_TFLOPS = {"fp8attn": 800, "fp8attn_p_hilo": 450, "fp8attn_p_fp16": 520,
                 "fp8attn_end_to_end": 600, ACCURATE: 580, E2E_ACCURATE: 450, "fa3_fp8": 850,
-                "fa3_bf16": 700, "sdpa_cudnn_bf16": 560, "gemm": 650}
+                "fa3_bf16": 700, "sdpa_cudnn_bf16": 560, "gemm": 650,
+                ROPE_PAIR: 550, ROPE_PEER: 600}
 WARMUP = 5
 SEED_ROW = list(sweep.SEED)  # the first row of the sweep run (tiny in a dry run)
 SHORT_ROW = list(sweep.SHORT)  # sweep.DRY_SHORT in a dry run
@@ -103,8 +112,11 @@ def read_attachments(specs: list[str], notes: list) -> dict:
     return out
 
 
-def pairings(shape) -> list[tuple[str, str, str]]:
-    """(method, peer, protocol) timed at one shape."""
+def pairings(shape, part: str = "speed") -> list[tuple[str, str, str]]:
+    """(method, peer, protocol) timed at one shape by a speed part ("speed" or "rope")."""
+    if part == "rope":
+        return ([(ROPE_PAIR, ROPE_PEER, p) for p in speed.PROTOCOLS]
+                + [(ROPE_PAIR, "fp8attn_end_to_end", "head_to_head")])
     out = [("fp8attn", peer, p) for peer in KERNEL_PEERS for p in speed.PROTOCOLS]
     out += [("fp8attn_end_to_end", "fa3_bf16", p) for p in speed.PROTOCOLS]
     seed = sweep.is_seed(shape, tuple(SEED_ROW))
@@ -122,24 +134,24 @@ def calls_per_method(runs: int, block: int) -> int:
     return (rounds + rounds % 2) * block
 
 
-def estimate_s(shapes, runs: int, block: int) -> float:
+def estimate_s(shapes, runs: int, block: int, part: str = "speed") -> float:
     n = calls_per_method(runs, block) + WARMUP
     total = 0.0
     for s in shapes:
         ms = {m: s.flops() / (t * 1e12) * 1e3 for m, t in GUESS_TFLOPS.items()}
         gemm_ms = 2.0 * s.b * s.sq * s.h * s.d * (s.h + 2 * s.h_kv) * s.d / (GUESS_TFLOPS["gemm"] * 1e9)
         total += 0.5  # inputs, quantization, SDPA's copies
-        for a, b, p in pairings(s):
+        for a, b, p in pairings(s, part):
             total += n * (ms[a] + ms[b] + (2 * gemm_ms if p == "in_context" else 0)) / 1e3
     return total
 
 
-def run_speed(args, shapes, backend, fa3, notes) -> list:
+def run_speed(args, shapes, backend, fa3, notes, part: str = "speed") -> list:
     import backends as md
     recs = []
     n = calls_per_method(args.runs, args.block)
     for i, shape in enumerate(shapes):
-        names = list(dict.fromkeys(m for a, b, _ in pairings(shape) for m in (a, b)))
+        names = list(dict.fromkeys(m for a, b, _ in pairings(shape, part) for m in (a, b)))
         sets = None
         try:
             sets = [backend.make_inputs(shape, args.seed + 1000 * j)
@@ -151,7 +163,7 @@ def run_speed(args, shapes, backend, fa3, notes) -> list:
             notes.append(why)
             runners, gemm = {m: why for m in names}, None
         extra = {"input_sets": sweep.input_sets(shape), "block": args.block}
-        for a, b, protocol in pairings(shape):
+        for a, b, protocol in pairings(shape, part):
             try:
                 got = speed.run_pairing(shape, a, b, protocol, runners, gemm, args.runs,
                                         args.block, extra)
@@ -163,12 +175,12 @@ def run_speed(args, shapes, backend, fa3, notes) -> list:
             ra, rb = got
             ratio = (f"{ra['tflops_median'] / rb['tflops_median']:.3f}"
                      if ra["tflops_median"] and rb["tflops_median"] else "-")
-            log(f"speed {i + 1}/{len(shapes)} {shape.label():<34} {protocol:<12} "
+            log(f"{part} {i + 1}/{len(shapes)} {shape.label():<34} {protocol:<12} "
                 f"{a} {report.fmt_tf(ra)} vs {b} {report.fmt_tf(rb)}  ratio {ratio}"
                 + (f"  FAILED: {ra.get('error') or rb.get('error')}" if ratio == "-" else ""))
         del runners, gemm, sets
         md.release()
-    log(f"speed: done, {n} timed calls per method per pairing")
+    log(f"{part}: done, {n} timed calls per method per pairing")
     return recs
 
 
@@ -241,7 +253,7 @@ def main() -> int:
     ap.add_argument("--captures", default=str(ROOT / ".carry" / "captures"),
                     help="folder of captured q/k/v safetensors (used if it exists)")
     ap.add_argument("--command", help="the command to record (default: this one)")
-    ap.add_argument("--only", action="append", choices=("speed", "accuracy", "prepass"),
+    ap.add_argument("--only", action="append", choices=("speed", "rope", "accuracy", "prepass"),
                     help="run only these parts (repeat; default: speed and accuracy)")
     ap.add_argument("--quick", action="store_true", help="speed at the seed row and 16 x 1k only")
     ap.add_argument("--runs", type=int, default=100, help="timed calls per method per pairing")
@@ -265,16 +277,19 @@ def main() -> int:
     shapes = sweep.sweep(rows)
     SEED_ROW[:] = rows[0]
     SHORT_ROW[:] = sweep.DRY_SHORT if args.dry_run else sweep.SHORT
-    est = estimate_s(sweep.sweep(sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS),
-                     args.runs, args.block)
+    h200_shapes = sweep.sweep(sweep.QUICK_ROWS if args.quick else sweep.SWEEP_ROWS)
+    ests = {p: estimate_s(h200_shapes, args.runs, args.block, p) for p in SPEED_PARTS}
+    est = ests["speed"]
     log(f"plan: parts {parts}; {len(shapes)} speed shapes, pairings per shape "
-        f"{len(pairings(shapes[0]))} at the seed, {calls_per_method(args.runs, args.block)} timed "
-        f"calls per method per pairing; speed on the H200 estimated at {est:.0f} s "
+        f"{len(pairings(shapes[0]))} at the seed (rope: {len(pairings(shapes[0], 'rope'))}), "
+        f"{calls_per_method(args.runs, args.block)} timed calls per method per pairing; on the H200 "
+        f"speed estimated at {est:.0f} s, rope at {ests['rope']:.0f} s "
         "(from guessed TFLOP/s; accuracy adds ~1 s per dataset and mask)")
     if args.plan:
         for s in shapes:
             log(f"  {s.label():<34} input sets {sweep.input_sets(s)}  "
-                + ", ".join(f"{a}~{b}:{p}" for a, b, p in pairings(s)))
+                + ", ".join(f"{a}~{b}:{p}" for part in SPEED_PARTS if part in parts
+                            for a, b, p in pairings(s, part)))
         return 0
 
     import backends as md
@@ -298,7 +313,8 @@ def main() -> int:
            "speed_protocol": {"runs": calls_per_method(args.runs, args.block), "block": args.block,
                               "warmup": WARMUP, "rows": [list(r) for r in rows],
                               "seed": [*rows[0], 128],
-                              "estimate_s": round(est, 1), "flops": sweep.__doc__.strip()},
+                              "estimate_s": round(est, 1), "estimate_rope_s": round(ests["rope"], 1),
+                              "flops": sweep.__doc__.strip()},
            "attached": read_attachments(args.attach, notes)}
     date = dt.datetime.now(dt.timezone.utc)
     res["date"] = date.strftime("%Y-%m-%d %H:%M UTC")
@@ -320,10 +336,12 @@ def main() -> int:
         notes.append(f"speed records from {Path(args.speed_from).name} (date {prev.get('date')}), an earlier "
                      "call of this GPU session on the same commit: the carry limit keeps FA3's wheel and the "
                      "capture pack out of one call")
-    if "speed" in parts:
-        log(f"speed: {len(shapes)} shapes")
-        res["speed"] = run_speed(args, shapes, backend, fa3, notes)
-        clocks["after_speed"] = gpu_clocks()
+    for part in (p for p in SPEED_PARTS if p in parts):
+        log(f"{part}: {len(shapes)} shapes")
+        # This part's records replace its own (from --speed-from) and keep the other part's.
+        kept = [r for r in res["speed"] if report.is_rope(r) != (part == "rope")]
+        res["speed"] = kept + run_speed(args, shapes, backend, fa3, notes, part)
+        clocks[f"after_{part}"] = gpu_clocks()
         write()  # a later part that hangs into the session's limit must not cost these
     if "accuracy" in parts:
         res["accuracy"], res["lse"] = run_accuracy(args, backend, fa3, notes)
@@ -339,10 +357,13 @@ def main() -> int:
     clocks["summary"] = (f"SM {c.get('clocks.sm', '?')} (max {c.get('clocks.max.sm', '?')}), "
                          f"memory {c.get('clocks.mem', '?')}, power {c.get('power.draw', '?')} / "
                          f"{c.get('power.limit', '?')} at start; SM "
-                         f"{clocks.get('after_speed', {}).get('clocks.sm', '?')} after the speed part")
+                         f"{clocks.get('after_speed', {}).get('clocks.sm', '?')} after the speed part"
+                         + (f", {clocks['after_rope'].get('clocks.sm', '?')} after the rope part"
+                            if "after_rope" in clocks else ""))
     for p in write():
         log(f"wrote {p}")
-    log(f"harness: done in {time.time() - T0:.0f} s (estimate for speed {est:.0f} s)")
+    log(f"harness: done in {time.time() - T0:.0f} s (estimate for speed {est:.0f} s, rope "
+        f"{ests['rope']:.0f} s)")
     return 0
 
 

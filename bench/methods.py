@@ -9,6 +9,14 @@
                                             fa3_fwd_interface), E4M3 on fp8attn's own per
                                             (batch, kv head) quantized inputs, and BF16
   sdpa_cudnn_bf16 (sdpa_flash_bf16)         PyTorch SDPA in BF16
+  fp8attn_rope_quantize_pair                BF16 pre-rotary Q, K, V + cos/sin tables in:
+                                            fp8attn_attention_rope (rope + quantize pre-pass,
+                                            kernel; one call chain)
+  fa3_bf16_rope_pair                        the same inputs: fp8attn_rope_bf16 on Q, then on K
+                                            (a copy-speed BF16 rotary, in place on copies
+                                            made outside the timing), then FA3 BF16
+The rope pairs use Llama's tables (base 10000) over max(sq, sk) positions, the queries at the
+last sq of them (sweep.rope_positions: a prefill chunk is bottom-right aligned, as the mask).
 A method that cannot be built (FA3 not importable, a refused shape) is returned as the reason
 (a string) in its place, so that the results record the failure instead of dropping a column.
 """
@@ -46,6 +54,24 @@ def _fa3_fp8(fa3, qz, causal, scale=None):
 
 def _fa3_bf16(fa3, q, k, v, causal, scale=None):
     return lambda: fa3.flash_attn_func(q, k, v, softmax_scale=scale, causal=causal)
+
+
+def _fa3_bf16_rope_pair(fc, lib, fa3, q, k, v, causal, rope):
+    """The rotary a BF16 model runs anyway (fp8attn_rope_bf16 on Q, then on K, in place on
+    copies of the pre-rotary tensors: repeated calls rotate further, for timing only), then FA3
+    BF16 on what it wrote. Each part is checked once here."""
+    cos, sin, q_pos0, k_pos0 = rope
+    qr, kr = q.clone(), k.clone()
+    rq, rk = fc.rope_bf16_runner(lib, qr, cos, sin, q_pos0), fc.rope_bf16_runner(lib, kr, cos, sin, k_pos0)
+    attend = _fa3_bf16(fa3, qr, kr, v, causal)
+    attend()
+
+    def run():
+        rq()
+        rk()
+        return attend()
+    run.keep = (rq, rk, qr, kr)
+    return run
 
 
 def _out(x):
@@ -98,7 +124,15 @@ def speed_runners(names, shape, sets: list, lib, fa3, notes: list) -> dict:
     """name -> a no-argument callable over the input sets (each {'bf16': (q, k, v),
     'quantized': qz}), or the reason it could not be built."""
     import fp8attn_calls as fc
+    from sweep import rope_positions
     c = shape.causal
+    tables = {}
+
+    def rope():  # (cos, sin, q_pos0, k_pos0), made once per shape, shared by the input sets
+        if not tables:
+            max_pos, q_pos0, k_pos0 = rope_positions(shape)
+            tables["t"] = (*fc.rope_tables(max_pos), q_pos0, k_pos0)
+        return tables["t"]
 
     def build(name, inp):
         q, k, v = inp["bf16"]
@@ -119,6 +153,13 @@ def speed_runners(names, shape, sets: list, lib, fa3, notes: list) -> dict:
             return fn
         if name in SDPA_METHODS:
             return _sdpa_runner(SDPA_METHODS[name], q, k, v, c, notes, f"speed {shape.label()}")
+        if name == "fp8attn_rope_quantize_pair":
+            cos, sin, q_pos0, k_pos0 = rope()
+            return fc.rope_pair_runner(lib, q, k, v, c, cos, sin, q_pos0, k_pos0)
+        if name == "fa3_bf16_rope_pair":
+            if isinstance(fa3, str):
+                raise RuntimeError(fa3)
+            return _fa3_bf16_rope_pair(fc, lib, fa3, q, k, v, c, rope())
         raise KeyError(name)
 
     out = {}

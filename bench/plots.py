@@ -10,7 +10,9 @@ import report
 SPEED_LINES = [("fp8attn", "fp8attn", "fa3_fp8"), ("FA3 FP8", "fa3_fp8", "fp8attn"),
                ("FA3 BF16", "fa3_bf16", "fp8attn"), ("SDPA cuDNN BF16", "sdpa_cudnn_bf16", "fp8attn"),
                ("fp8attn end to end (BF16 in)", "fp8attn_end_to_end", "fa3_bf16"),
-               ("fp8attn accurate (FP16 V^T; seed and short rows)", report.ACCURATE, "fa3_fp8")]
+               ("fp8attn accurate (FP16 V^T; seed and short rows)", report.ACCURATE, "fa3_fp8"),
+               ("rope + quantize + fp8attn (BF16 pre-rotary in)", report.ROPE_PAIR, report.ROPE_PEER),
+               ("BF16 rotary + FA3 BF16", report.ROPE_PEER, report.ROPE_PAIR)]
 # (label, method whose speed, its pairing peer, accuracy method, reference, marker)
 TRADEOFF_POINTS = [
     ("fp8attn (E4M3 P), per-head inputs", "fp8attn", "fa3_fp8", "fp8attn", "kernel_only", "o"),
@@ -52,7 +54,8 @@ def speed_png(path: Path, res: dict, title: str) -> bool:
             for row in mine:
                 rec = idx.get((row[0], row[1], method, f"head_to_head:{peer}"))
                 ys.append(rec["tflops_median"] if rec and rec.get("tflops_median") else float("nan"))
-            ax.plot(range(len(mine)), ys, marker="o", label=label)
+            if any(y == y for y in ys):  # a method this run timed (a part may time only some)
+                ax.plot(range(len(mine)), ys, marker="o", label=label)
         ax.set_xticks(range(len(mine)), labels, fontsize=7)
         ax.set_title("causal" if causal else "non-causal")
         ax.grid(True, alpha=0.3)

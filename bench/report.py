@@ -16,6 +16,10 @@ SEED = (2, 8192, 8192, 32, 32, 128)
 SEED_BOUND = 0.95      # fp8attn / fa3_fp8 at the seed shape, both masks (the seed's bound)
 GOAL = 1.00            # fp8attn / fa3_fp8 at every row (issue 13); fp8attn_end_to_end / fa3_bf16
 E2E_LONG_GOAL, E2E_LONG_TOKENS = 1.20, 4096   # issue 17: at rows with >= 4096 tokens per sequence
+# Issue 17's rotary-fused pair (the harness's part "rope") and its peer; the same goals.
+ROPE_PAIR, ROPE_PEER = "fp8attn_rope_quantize_pair", "fa3_bf16_rope_pair"
+ROPE_METHODS = (ROPE_PAIR, ROPE_PEER)
+PROTOCOLS = ("head_to_head", "in_context")  # bench/speed.py's
 ACCURATE, E2E_ACCURATE = "fp8attn_accurate", "fp8attn_accurate_end_to_end"
 # The modes table's methods: the kernel per P precision (E4M3 V^T), the accurate mode (FP16 V^T)
 # and its BF16-in call.
@@ -65,6 +69,21 @@ def pair(idx, row, a: str, b: str, protocol: str = "head_to_head"):
     rb = idx.get((row[0], row[1], b, f"{protocol}:{a}"))
     ok = ra and rb and ra.get("tflops_median") and rb.get("tflops_median")
     return ra, rb, (ra["tflops_median"] / rb["tflops_median"] if ok else None)
+
+
+def is_rope(r) -> bool:
+    """A record of the part "rope": a rope method, or a method paired with one."""
+    return r["method"] in ROPE_METHODS or str(r.get("protocol", "")).partition(":")[2] in ROPE_METHODS
+
+
+def split_rope(speed: list) -> tuple[list, list]:
+    """(the other records, the rope part's): each table reads its own rows."""
+    return [r for r in speed if not is_rope(r)], [r for r in speed if is_rope(r)]
+
+
+def goal_of(row) -> float:
+    """Issue 17's goal for a BF16-in path at a row: >= 1.20 at >= 4096 tokens, else >= 1.00."""
+    return E2E_LONG_GOAL if row[0][1] >= E2E_LONG_TOKENS else GOAL
 
 
 def _r(x) -> str:
@@ -120,6 +139,41 @@ def verdict_lines(speed: list, seed=SEED) -> list[str]:
     return out
 
 
+def rope_table(speed: list) -> list[str]:
+    """BF16 in, rotary fused: fp8attn_rope_quantize_pair against a BF16 rotary + FA3 BF16, head to
+    head and in context, and against the plain end-to-end call (no rotary) head to head."""
+    _, mine = split_rope(speed)
+    idx = _index(mine)
+    head = ["b", "sq", "sk", "h/h_kv", "causal", "rope + quantize + fp8attn", "BF16 rotary + FA3 BF16",
+            "ratio", "ratio, in context", "goal", "plain end to end (same pairing)",
+            "rope pair / plain"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for row in rows(mine):
+        ra, rb, ratio = pair(idx, row, ROPE_PAIR, ROPE_PEER)
+        ctx = pair(idx, row, ROPE_PAIR, ROPE_PEER, "in_context")[2]
+        _, rp, plain = pair(idx, row, ROPE_PAIR, "fp8attn_end_to_end")
+        lines.append("| " + " | ".join(_row_cells(row) + [fmt_tf(ra), fmt_tf(rb), _r(ratio), _r(ctx),
+                                                          f">= {goal_of(row):.2f}", fmt_tf(rp),
+                                                          _r(plain)]) + " |")
+    return lines
+
+
+def rope_verdict_lines(speed: list) -> list[str]:
+    """Issue 17's goal on the rotary-fused pair, head to head and in context; a missing figure is a
+    miss."""
+    _, mine = split_rope(speed)
+    idx, all_rows, out = _index(mine), rows(mine), []
+    for protocol in PROTOCOLS:
+        miss = [row for row in all_rows
+                if (pair(idx, row, ROPE_PAIR, ROPE_PEER, protocol)[2] or 0) < goal_of(row)]
+        out.append(f"- BF16 in, rotary fused (issue 17), {protocol.replace('_', ' ')}: {ROPE_PAIR} / "
+                   f"{ROPE_PEER} >= {GOAL:.2f} at every row and >= {E2E_LONG_GOAL} at >= "
+                   f"{E2E_LONG_TOKENS} tokens per sequence: "
+                   + ("met" if all_rows and not miss else
+                      f"not met at {len(miss)} of {len(all_rows)} rows (missing figures count as misses)"))
+    return out
+
+
 def e2e_table(speed: list) -> list[str]:
     idx = _index(speed)
     head = ["b", "sq", "sk", "h/h_kv", "causal", "fp8attn end to end", "FA3 BF16", "ratio",
@@ -128,9 +182,8 @@ def e2e_table(speed: list) -> list[str]:
     for row in rows(speed):
         ra, rb, ratio = pair(idx, row, "fp8attn_end_to_end", "fa3_bf16")
         ctx = pair(idx, row, "fp8attn_end_to_end", "fa3_bf16", "in_context")[2]
-        goal = E2E_LONG_GOAL if row[0][1] >= E2E_LONG_TOKENS else GOAL
         lines.append("| " + " | ".join(_row_cells(row) + [fmt_tf(ra), fmt_tf(rb), _r(ratio), _r(ctx),
-                                                          f">= {goal:.2f}"]) + " |")
+                                                          f">= {goal_of(row):.2f}"]) + " |")
     return lines
 
 
@@ -268,6 +321,18 @@ def accuracy_table(acc: list) -> list[str]:
     return lines
 
 
+def rope_section(sp: dict) -> list[str]:
+    """The heading and protocol of the rotary-fused table (the report's; the README's is shorter)."""
+    return ["## BF16 in, rotary fused: rope + quantize + fp8attn vs a BF16 rotary + FA3 BF16", "",
+            f"Pre-rotary BF16 Q, K, V and Llama's cos/sin tables (FP32, base 10000; keys at positions "
+            f"0.., queries at the last sq of max(sq, sk)) in. {ROPE_PAIR}: fp8attn_attention_rope (the "
+            f"rope + quantize pre-pass and the kernel). {ROPE_PEER}: fp8attn_rope_bf16 on Q, then on K "
+            "(the library's copy-speed BF16 rotary, in place), then FA3 BF16. Each pair alternated in one "
+            f"process as in the speed part ({sp.get('runs')} timed calls per method, blocks of "
+            f"{sp.get('block')}, the order reversed each round); in context: each call after the QKV GEMM. 'plain end to end': fp8attn_end_to_end (no rotary) on the same tensors, "
+            f"alternated with {ROPE_PAIR}: below 1, the fused rotary costs the pre-pass time.", ""]
+
+
 def write_markdown(path: Path, res: dict, pngs: list[Path]) -> None:
     t = res["tests"]
     fa3 = res.get("fa3", {})
@@ -288,7 +353,8 @@ def write_markdown(path: Path, res: dict, pngs: list[Path]) -> None:
                   f"{s.get('status', '')} |" for s in detail["stages"]]
         lines.append("")
     sp = res.get("speed_protocol", {})
-    if res["speed"]:
+    main, rope = split_rope(res["speed"])
+    if main:
         lines += ["## Speed: fp8attn head to head (TFLOP/s, medians)", "",
                   f"Each pair alternated in one process: blocks of {sp.get('block')} calls, the order "
                   f"reversed each round, {sp.get('runs')} timed calls per method (CUDA events per call) "
@@ -296,18 +362,22 @@ def write_markdown(path: Path, res: dict, pngs: list[Path]) -> None:
                   "exceed the L2 twice. In context: each timed call right after an untimed BF16 GEMM "
                   "of the QKV projection's size (tokens x h*128 @ h*128 x (h + 2 h_kv)*128). "
                   "FLOPs = 4 b h d x the (query, key) pairs seen (causal bottom-right).", ""]
-        lines += headline_table(res["speed"]) + [""] + verdict_lines(res["speed"], seed_of(res)) + [""]
+        lines += headline_table(main) + [""] + verdict_lines(main, seed_of(res)) + [""]
         lines += ["## BF16 in -> output: fp8attn end to end (pre-pass + kernel) vs FA3 BF16", ""]
-        lines += e2e_table(res["speed"]) + [""]
+        lines += e2e_table(main) + [""]
+    if rope:  # beside the BF16-in table
+        lines += rope_section(sp)
+        lines += rope_table(rope) + [""] + rope_verdict_lines(rope) + [""]
+    if main:
         lines += ["## Precision modes, head to head with FA3 FP8 and with FA3 BF16", "",
                   f"{ACCURATE}: FP16 P on an FP16 V^T (per-head Q, K as fp8attn's, V / v_descale in "
                   f"FP16); {E2E_ACCURATE}: the library's BF16-in call with FP16 P (its pre-pass writes "
                   "the FP16 V^T); fp8attn_p_fp16: FP16 P on E4M3 V^T (the converter kernel).", ""]
-        lines += modes_table(res["speed"], seed_of(res)) + [""]
-        lines += accurate_verdict_lines(res["speed"], seed_of(res)) + [""]
-        other = other_speed_table(res["speed"])
-        if other:
-            lines += ["## Other speed records", ""] + other + [""]
+        lines += modes_table(main, seed_of(res)) + [""]
+        lines += accurate_verdict_lines(main, seed_of(res)) + [""]
+    other = other_speed_table(res["speed"])
+    if other:
+        lines += ["## Other speed records", ""] + other + [""]
     if res["accuracy"]:
         lines += ["## Accuracy: RMSE as a multiple of FA3 BF16's end-to-end RMSE on the same data", "",
                   "kernel-only: against exact FP64 attention on the inputs the method read (per-head "

@@ -67,6 +67,14 @@ DRY_ROWS = [(1, 128, 128, 4, 4), (1, 128, 128, 4, 2), (2, 64, 64, 4, 4), (1, 64,
 DRY_SHORT = DRY_ROWS[2]  # SHORT's stand-in
 
 
+def rope_positions(shape: Shape) -> tuple[int, int, int]:
+    """(table rows, q_pos0, k_pos0) of the rope pairs: keys at positions 0 .. sk - 1, the queries
+    at the last sq of max(sq, sk) positions (a prefill chunk after its context, the bottom-right
+    alignment of the causal mask)."""
+    n = max(shape.sq, shape.sk)
+    return n, n - shape.sq, 0
+
+
 def sweep(rows=None, d: int = 128) -> list[Shape]:
     """Every row non-causal and causal, rows in the order given."""
     return [Shape(b, sq, sk, h, h_kv, d, causal) for (b, sq, sk, h, h_kv) in (rows or SWEEP_ROWS)

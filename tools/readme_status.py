@@ -24,18 +24,27 @@ def block(d: dict, rel: str) -> list[str]:
              + "."]
     if d.get("dry_run"):
         lines += ["", "**DRY RUN: stand-ins, not measurements.**"]
-    if d.get("speed"):
+    main, rope = report.split_rope(d.get("speed") or [])
+    if main:
         lines += ["", "Speed, TFLOP/s (medians of head-to-head alternations in one process; "
                   "'in context': each call right after the model's QKV-projection GEMM):", ""]
-        lines += report.headline_table(d["speed"]) + [""]
-        lines += report.verdict_lines(d["speed"], report.seed_of(d)) + [""]
+        lines += report.headline_table(main) + [""]
+        lines += report.verdict_lines(main, report.seed_of(d)) + [""]
         lines += ["BF16 in -> output (the library's pre-pass + kernel) against FA3 BF16:", ""]
-        lines += report.e2e_table(d["speed"]) + [""]
+        lines += report.e2e_table(main) + [""]
+    if rope:  # beside the BF16-in table
+        lines += [""] if lines[-1] else []
+        lines += ["BF16 in, rotary fused: pre-rotary BF16 Q, K, V and cos/sin tables in, the "
+                  f"library's rope + quantize pre-pass and kernel ({report.ROPE_PAIR}) against a BF16 "
+                  f"rotary on Q and K then FA3 BF16 ({report.ROPE_PEER}):", ""]
+        lines += report.rope_table(rope) + [""]
+        lines += report.rope_verdict_lines(rope) + [""]
+    if main:
         lines += ["Precision modes head to head with FA3 FP8 and with FA3 BF16 (each pairing its own "
                   f"TFLOP/s; {report.ACCURATE}: FP16 P on an FP16 V^T, {report.E2E_ACCURATE}: its "
                   "BF16-in call, fp8attn_p_fp16: FP16 P on E4M3 V^T):", ""]
-        lines += report.modes_table(d["speed"], report.seed_of(d)) + [""]
-        lines += report.accurate_verdict_lines(d["speed"], report.seed_of(d))
+        lines += report.modes_table(main, report.seed_of(d)) + [""]
+        lines += report.accurate_verdict_lines(main, report.seed_of(d))
     if d.get("accuracy"):
         lines += ["", "Accuracy, RMSE as a multiple of FA3 BF16's end-to-end RMSE on the same data "
                   "(kernel-only: against exact attention on the FP8 inputs the kernel read; per-head "

@@ -6,8 +6,10 @@
   v = torch.randn_like(k)
   out, lse = fp8attn.attention(q, k, v, causal=True)       # pre-pass + FP8 kernel
 
-Entries (fp8attn.api): attention (BF16/FP16 q, k, v, or q and a KvCache), quantize_kv,
-attention_fp8 (FlashAttention-3's FP8 convention), attention_fwd (the kernel's own operands).
+Entries (fp8attn.api): attention (BF16/FP16 q, k, v, or q and a KvCache), attention_rope (the
+same on pre-rotary q, k with cos / sin tables: the rotary fused into the pre-pass), rope (the
+rotary alone, BF16), quantize_kv, attention_fp8 (FlashAttention-3's FP8 convention),
+attention_fwd (the kernel's own operands).
 Each is a torch.library custom op with a fake implementation (torch.compile, CUDA graphs).
 libfp8attn.so is the one inside this package; $FP8ATTN_LIB (or fp8attn.load(path) before the
 first call) points at another build, for development.
@@ -22,9 +24,9 @@ except ImportError as e:  # pragma: no cover - exercised by tests/python/test_no
 
 from .capi import Fp8AttnError, load  # noqa: E402,F401
 from .api import (KvCache, attention, attention_fp8, attention_fwd, attention_fwd_op,  # noqa: E402,F401
-                  quantize_kv)
+                  attention_rope, quantize_kv, rope)
 from .quantize import make_vt, quantize_per_head, unpermute_vt, vt_key_index  # noqa: E402,F401
 
-__all__ = ["attention", "quantize_kv", "KvCache", "attention_fp8", "attention_fwd",
+__all__ = ["attention", "attention_rope", "rope", "quantize_kv", "KvCache", "attention_fp8", "attention_fwd",
            "attention_fwd_op", "Fp8AttnError", "load", "make_vt", "quantize_per_head",
            "unpermute_vt", "vt_key_index"]

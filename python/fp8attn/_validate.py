@@ -143,3 +143,39 @@ def outputs(out, lse, b: int, sq: int, h: int, device) -> None:
             raise ValueError("lse must be contiguous")
         if lse.device != device:
             raise ValueError(f"lse is on {lse.device} but q is on {device}")
+
+
+def _position(p, name: str) -> int:
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"{name} must be an int, got {type(p).__name__}")
+    if not 0 <= p < 2**31:
+        raise ValueError(f"{name} must be >= 0 (and < 2^31), got {p}")
+    return p
+
+
+def rope_tables(cos, sin, device, uses: dict[str, tuple[int, int]]) -> None:
+    """The rope entry's tables (include/fp8attn/rope.h): cos and sin float32 (positions, 64)
+    (64 = head dim / 2), the same shape, contiguous (rows 64 floats apart), 16-byte aligned, on
+    `device`. uses: position argument name -> (its value, the rows it starts), each run of rows
+    inside the tables."""
+    half = head_dim() // 2
+    for n, t in (("cos", cos), ("sin", sin)):
+        tensor(t, n, (torch.float32,), ndim=2)
+        if t.shape[1] != half or t.shape[0] == 0:
+            raise ValueError(f"{n} must have shape (positions, {half}) with positions > 0 (rotate_half "
+                             f"tables: one angle per channel pair), got {tuple(t.shape)}")
+        if not t.is_contiguous():
+            raise ValueError(f"{n} must be contiguous (rows {half} floats apart), got strides "
+                             f"{tuple(t.stride())}")
+        if t.device != device:
+            raise ValueError(f"{n} is on {t.device} but q is on {device}")
+        if not _is_fake(t) and not torch.compiler.is_compiling() and t.data_ptr() % 16:
+            raise ValueError(f"{n} must be 16-byte aligned (a view starting inside a row is not)")
+    if tuple(cos.shape) != tuple(sin.shape):
+        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and "
+                         f"{tuple(sin.shape)}")
+    rows = cos.shape[0]
+    for name, (pos0, n) in uses.items():
+        _position(pos0, name)
+        if pos0 + n > rows:
+            raise ValueError(f"{name} + {n} rows = {pos0 + n} is past the tables' {rows} positions")

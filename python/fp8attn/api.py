@@ -5,6 +5,9 @@ one torch.library custom op, so it works eagerly, under torch.compile and in CUD
   cache = fp8attn.quantize_kv(k, v)                            # FP8 KV cache, once
   out, lse = fp8attn.attention(q, cache, causal=True)         # BF16 q against the cache
   out, lse = fp8attn.attention_fp8(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+  out, lse = fp8attn.attention_rope(q, k, v, cos, sin, causal=True)   # pre-rotary q, k: the
+                                                               # rotary fused into the pre-pass
+  q_rot = fp8attn.rope(q, cos, sin)                            # the rotary alone (BF16)
 
 mode picks the precision of the softmax probabilities P in P @ V (fp8attn_p_precision):
 'e4m3' (fastest), 'fp16' or 'e4m3_hilo' (BF16-level kernel error). `quant` overrides the
@@ -20,7 +23,7 @@ from typing import Optional, Union
 
 import torch
 
-from . import _validate, ops, prepass_ops
+from . import _validate, ops, prepass_ops, rope_ops  # noqa: F401  (rope_ops registers its ops)
 from .ops import check_fp8_args
 
 _BF16 = _validate.BF16_INPUTS
@@ -98,18 +101,59 @@ def attention(q: torch.Tensor, k: Union[torch.Tensor, KvCache], v: Optional[torc
     else:
         if v is None:
             raise TypeError("attention(q, k, v): v is missing (or pass a KvCache as k)")
-        _validate.tensor(k, "k", _BF16)
-        _validate.tensor(v, "v", _BF16)
-        _validate.same_device({"q": q, "k": k, "v": v})
-        if not (q.dtype == k.dtype == v.dtype):
-            raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-        _validate.qkv_shapes(q, k, v)
-        if k.shape[1] == 0:
-            raise ValueError("k and v have no keys (seqlen 0): attention over no keys is "
-                             "undefined")
+        _check_qkv(q, k, v)
         out, lse = torch.ops.fp8attn.attention(_to_bf16(q), _to_bf16(k), _to_bf16(v),
                                                _quant(quant), scale, bool(causal), p)
     return (out if q.dtype == torch.bfloat16 else out.to(q.dtype)), lse
+
+
+def _check_qkv(q, k, v):
+    """BF16 / FP16 q, k, v of one dtype on one device, shapes that agree, keys present; returns
+    the device."""
+    _validate.tensor(k, "k", _BF16)
+    _validate.tensor(v, "v", _BF16)
+    device = _validate.same_device({"q": q, "k": k, "v": v})
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    _validate.qkv_shapes(q, k, v)
+    if k.shape[1] == 0:
+        raise ValueError("k and v have no keys (seqlen 0): attention over no keys is undefined")
+    return device
+
+
+def attention_rope(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor,
+                   sin: torch.Tensor, q_pos0: int = 0, k_pos0: int = 0, *, causal: bool = False,
+                   softmax_scale: Optional[float] = None, mode: str = "e4m3",
+                   quant: Optional[dict] = None):
+    """attention() on PRE-rotary q and k: the rotary embedding (NeoX / Llama rotate_half) is
+    applied in FP32 where the pre-pass loads Q and K (never rounded to BF16 in between), so a
+    model calls this in place of its rotary kernel + attention. cos, sin: float32 (positions, 64)
+    tables, row p = cos / sin(p * inv_freq), contiguous, on q's device (e.g. Llama's
+    `cos[:, :64].float().contiguous()` of its (positions, 128) cache); query row i uses table row
+    q_pos0 + i, key row j row k_pos0 + j (a chunk of a prefill continues a sequence: q_pos0 = the
+    tokens before it). V is not rotated. Returns (out, lse) as attention()."""
+    _validate.tensor(q, "q", _BF16)
+    device = _check_qkv(q, k, v)
+    _validate.rope_tables(cos, sin, device, {"q_pos0": (q_pos0, q.shape[1]),
+                                             "k_pos0": (k_pos0, k.shape[1])})
+    scale = _validate.softmax_scale(softmax_scale)
+    p = _validate.p_precision(mode)
+    out, lse = torch.ops.fp8attn.attention_rope(_to_bf16(q), _to_bf16(k), _to_bf16(v), cos, sin,
+                                                int(q_pos0), int(k_pos0), _quant(quant), scale,
+                                                bool(causal), p)
+    return (out if q.dtype == torch.bfloat16 else out.to(q.dtype)), lse
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pos0: int = 0) -> torch.Tensor:
+    """The rotary embedding alone on BF16 x (b, s, heads, 128) with the tables of
+    attention_rope (row s uses table row pos0 + s): the library's FP32 rotation, rounded once to
+    BF16, into a new contiguous tensor (x is not written). For a BF16 attention after it."""
+    _validate.tensor(x, "x", (torch.bfloat16,))
+    device = _validate.same_device({"x": x})
+    if x.shape[-1] != _validate.head_dim():
+        raise ValueError(f"x: head dim must be {_validate.head_dim()}, got shape {tuple(x.shape)}")
+    _validate.rope_tables(cos, sin, device, {"pos0": (pos0, x.shape[1])})
+    return torch.ops.fp8attn.rope_bf16(x, cos, sin, int(pos0))
 
 
 def quantize_kv(k: torch.Tensor, v: torch.Tensor, *, quant: Optional[dict] = None) -> KvCache:

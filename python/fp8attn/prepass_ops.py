@@ -106,10 +106,11 @@ def _fake_outputs(q: torch.Tensor):
 
 # ---- end to end ------------------------------------------------------------------------------
 
-@torch.library.custom_op("fp8attn::attention", mutates_args=(), device_types="cuda")
-def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[int],
-                 softmax_scale: float, causal: bool,
-                 p_precision: int) -> tuple[torch.Tensor, torch.Tensor]:
+def end_to_end(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[int],
+               softmax_scale: float, causal: bool, p_precision: int, rope=None):
+    """The pre-pass (fp8attn_quantize_qkv, or fp8attn_quantize_qkv_rope with `rope`, a
+    capi.RopeTables) into one torch buffer laid out as fp8attn_attention's workspace (cache,
+    quantized Q, scratch), then the kernel; returns (out, lse)."""
     lib = capi.load()
     out, lse = _outputs(q)
     b, sq, h, d = q.shape
@@ -122,8 +123,7 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[
         scratch = lib.fp8attn_quantize_kv_workspace_bytes(b, sk, h_kv)
         if 0 in (cache_bytes, q_bytes, scratch):
             _buffer(0, q.device, "workspace")
-        # One buffer, as fp8attn_attention lays out its workspace: cache, quantized Q, scratch
-        # (each size a multiple of the alignment).
+        # Each size a multiple of the alignment.
         ws = _buffer(cache_bytes + q_bytes + scratch, q.device, "workspace")
         base = ws.data_ptr()
         cache, qq = capi.KvCache(), capi.QQuant()
@@ -133,12 +133,24 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[
                                            h, d), "quant")
         opts, stream = _options(quant), _stream(q.device)
         tq, tk, tv = _bf16(q), _bf16(k), _bf16(v)
-        lib.check(lib.fp8attn_quantize_qkv(ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv),
-                                           ctypes.byref(opts), softmax_scale, ctypes.byref(cache),
-                                           ctypes.byref(qq), base + cache_bytes + q_bytes,
-                                           scratch, stream), "quant")
+        tail = (ctypes.byref(opts), softmax_scale, ctypes.byref(cache), ctypes.byref(qq),
+                base + cache_bytes + q_bytes, scratch, stream)
+        if rope is None:
+            lib.check(lib.fp8attn_quantize_qkv(ctypes.byref(tq), ctypes.byref(tk),
+                                               ctypes.byref(tv), *tail), "quant")
+        else:
+            lib.check(lib.fp8attn_quantize_qkv_rope(ctypes.byref(tq), ctypes.byref(tk),
+                                                    ctypes.byref(tv), ctypes.byref(rope), *tail),
+                      "quant")
         _kernel_on(qq, cache, out, lse, causal, p_precision, stream)
     return out, lse
+
+
+@torch.library.custom_op("fp8attn::attention", mutates_args=(), device_types="cuda")
+def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, quant: list[int],
+                 softmax_scale: float, causal: bool,
+                 p_precision: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return end_to_end(q, k, v, quant, softmax_scale, causal, p_precision)
 
 
 @attention_op.register_fake
