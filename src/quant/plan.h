@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "fp8attn/quant.h"
+#include "fp8attn/rope.h"
 #include "quant/lanes.h"
 #include "quant/launch.h"
 
@@ -96,5 +97,14 @@ fp8attn_status launch_fused_q(const RowQuantArgs& rows, cudaStream_t st,
                               const RopeRows* q_rope = nullptr);
 fp8attn_status launch_regroup(const KvPlan& plan, cudaStream_t st,
                               const RopeRows* k_rope = nullptr);
+
+// The whole pre-pass of one end-to-end call (fp8attn_quantize_qkv and, with `rope`,
+// fp8attn_quantize_qkv_rope): plans and checks (the tables' too, when given) before any launch,
+// then the four launches in order.
+fp8attn_status quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_bf16_tensor* k,
+                            const fp8attn_bf16_tensor* v, const fp8attn_quant_options* options,
+                            float softmax_scale, fp8attn_kv_cache* cache, fp8attn_q_quant* q_out,
+                            void* workspace, size_t workspace_bytes, cudaStream_t st,
+                            const fp8attn_rope_tables* rope);
 
 }  // namespace fp8attn::quant

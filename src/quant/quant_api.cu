@@ -193,26 +193,8 @@ fp8attn_status fp8attn_quantize_qkv(const fp8attn_bf16_tensor* q, const fp8attn_
                                     fp8attn_kv_cache* cache, fp8attn_q_quant* q_out,
                                     void* workspace, size_t workspace_bytes, void* stream) {
   fp8attn::clear_error();
-  KvPlan plan;
-  if (fp8attn_status s = plan_kv(k, v, options, cache, workspace, workspace_bytes, plan);
-      s != FP8ATTN_SUCCESS) {
-    return s;
-  }
-  RowQuantArgs qrows;
-  if (fp8attn_status s = plan_q(q, *cache, *options, options->q_scale, softmax_scale, q_out, qrows);
-      s != FP8ATTN_SUCCESS) {
-    return s;
-  }
-  if (fp8attn_status s = check_device(); s != FP8ATTN_SUCCESS) return s;
-  cache->options = *options;
-  q_out->softmax_scale = softmax_scale;
-  const auto st = static_cast<cudaStream_t>(stream);
-  if (fp8attn_status s = launch_stats(plan, st); s != FP8ATTN_SUCCESS) return s;
-  // The K/V launch, then Q's: Q's tiles inside the K/V launch measured slower on the H200.
-  if (fp8attn_status s = launch_fused_kv(plan, st); s != FP8ATTN_SUCCESS) return s;
-  // Q before the regroup: Q reads only the centre, which the regroup leaves.
-  if (fp8attn_status s = launch_fused_q(qrows, st); s != FP8ATTN_SUCCESS) return s;
-  return launch_regroup(plan, st);
+  return quantize_qkv(q, k, v, options, softmax_scale, cache, q_out, workspace, workspace_bytes,
+                      static_cast<cudaStream_t>(stream), nullptr);
 }
 
 }  // extern "C"

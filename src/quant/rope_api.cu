@@ -26,8 +26,6 @@ fp8attn_status check_range(const fp8attn_rope_tables& r, int32_t pos0, int32_t r
   return FP8ATTN_SUCCESS;
 }
 
-RopeRows rope_rows(const fp8attn_rope_tables& r, int32_t pos0) { return {r.cos, r.sin, pos0}; }
-
 }  // namespace
 
 extern "C" {
@@ -73,30 +71,9 @@ fp8attn_status fp8attn_quantize_qkv_rope(const fp8attn_bf16_tensor* q, const fp8
                                          fp8attn_kv_cache* cache, fp8attn_q_quant* q_out,
                                          void* workspace, size_t workspace_bytes, void* stream) {
   fp8attn::clear_error();
-  KvPlan plan;
-  if (fp8attn_status s = plan_kv(k, v, options, cache, workspace, workspace_bytes, plan);
-      s != FP8ATTN_SUCCESS) {
-    return s;
-  }
-  RowQuantArgs qrows;
-  if (fp8attn_status s = plan_q(q, *cache, *options, options->q_scale, softmax_scale, q_out, qrows);
-      s != FP8ATTN_SUCCESS) {
-    return s;
-  }
-  if (fp8attn_status s = fp8attn_check_rope_tables(rope, q->seqlen, k->seqlen);
-      s != FP8ATTN_SUCCESS) {
-    return s;
-  }
-  if (fp8attn_status s = check_device(); s != FP8ATTN_SUCCESS) return s;
-  cache->options = *options;
-  q_out->softmax_scale = softmax_scale;
-  const RopeRows k_rope = rope_rows(*rope, rope->k_pos0), q_rope = rope_rows(*rope, rope->q_pos0);
-  const auto st = static_cast<cudaStream_t>(stream);
-  // The launches of fp8attn_quantize_qkv, in its order, each pass that reads K or Q rotating it.
-  if (fp8attn_status s = launch_stats(plan, st, &k_rope); s != FP8ATTN_SUCCESS) return s;
-  if (fp8attn_status s = launch_fused_kv(plan, st, &k_rope); s != FP8ATTN_SUCCESS) return s;
-  if (fp8attn_status s = launch_fused_q(qrows, st, &q_rope); s != FP8ATTN_SUCCESS) return s;
-  return launch_regroup(plan, st, &k_rope);
+  if (rope == nullptr) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "rope: tables struct is null");
+  return quantize_qkv(q, k, v, options, softmax_scale, cache, q_out, workspace, workspace_bytes,
+                      static_cast<cudaStream_t>(stream), rope);
 }
 
 }  // extern "C"
