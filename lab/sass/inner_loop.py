@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""The attention kernel's steady-state loop in a `cuobjdump -sass` listing (with encodings): the
+smallest backward-branch loop holding both the QK^T (64x192) and the P V (64x128) wgmmas. Prints
+its size, start address (mod 128), the sum of the control codes' stall counts, the count of
+instructions that wait on a scoreboard, and writes the loop's opcode sequence (register numbers
+dropped) to FILE.inner for diffing two builds.
+  cuobjdump -xelf e4m3_block192.sm_90a.cubin lib.so; cuobjdump -sass e4m3_block192.sm_90a.cubin > a.sass
+  python3 lab/sass/inner_loop.py a.sass b.sass; diff a.sass.inner b.sass.inner
+Control bits (sm_70 and later, high 64-bit word): stall bits 41-44, yield 45, wait mask 52-57."""
+import re
+import sys
+
+PAT = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);\s+/\* (0x[0-9a-f]+) \*/")
+
+
+def parse(path):
+    lines = open(path).read().splitlines()
+    ins, i = [], 0
+    while i < len(lines):
+        m = PAT.search(lines[i])
+        hi = re.search(r"/\* (0x[0-9a-f]+) \*/", lines[i + 1]) if m and i + 1 < len(lines) else None
+        if m and hi:
+            ins.append((int(m.group(1), 16), m.group(2).strip(), int(hi.group(1), 16)))
+            i += 2
+        else:
+            i += 1
+    return ins
+
+
+def inner_loop(ins):
+    idx = {a: k for k, (a, _, _) in enumerate(ins)}
+    loops = []
+    for k, (a, t, _) in enumerate(ins):
+        tt = re.sub(r"^@!?U?P\w+\s+", "", t)
+        m = re.search(r"0x([0-9a-f]+)", t) if tt.startswith("BRA") else None
+        if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in idx:
+            loops.append((idx[int(m.group(1), 16)], k))
+    cands = [(e - s, s, e) for s, e in loops
+             if any("QGMMA.64x192" in ins[j][1] for j in range(s, e + 1))
+             and any("QGMMA.64x128" in ins[j][1] for j in range(s, e + 1))]
+    if not cands:
+        return None
+    _, s, e = min(cands)
+    return ins[s:e + 1]
+
+
+for path in sys.argv[1:]:
+    body = inner_loop(parse(path))
+    if body is None:
+        print(f"{path}: no loop with both wgmmas")
+        continue
+    stalls = sum((h >> 41) & 0xF for _, _, h in body)
+    waits = sum(((h >> 52) & 0x3F) != 0 for _, _, h in body)
+    print(f"{path}: {len(body)} instructions from {body[0][0]:#x} (mod 128: {body[0][0] % 128}), "
+          f"stall counts {stalls}, scoreboard waits {waits}")
+    ops = [re.sub(r"R\d+", "R", re.sub(r"^@!?U?P\w+\s+", "", t)) for _, t, _ in body]
+    open(path + ".inner", "w").write("\n".join(ops) + "\n")
