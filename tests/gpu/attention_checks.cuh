@@ -57,7 +57,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "test_attention_util.cuh"
+#include "attention_device_run.cuh"
 
 #if __has_include("model/kernel_mirror.h")
 #include "model/kernel_mirror.h"

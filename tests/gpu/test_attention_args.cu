@@ -6,7 +6,7 @@
 #include <cctype>
 #include <functional>
 
-#include "test_attention_util.cuh"
+#include "attention_device_run.cuh"
 
 namespace fp8attn::test {
 namespace {

@@ -23,7 +23,7 @@
 #include "fp8attn/attention.h"
 #include "tests/common/attention_args.h"
 #include "fp8attn/fp8attn.h"
-#include "tests/gpu/test_attention_util.cuh"
+#include "tests/gpu/attention_device_run.cuh"
 
 namespace fp8attn::test {
 namespace {

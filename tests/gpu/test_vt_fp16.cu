@@ -7,7 +7,7 @@
 //     FP16's full precision (not E4M3-representable): the layout of every FP16 element matters;
 //   - the argument checks that refuse a V^T dtype the call cannot use, before any launch.
 // Fresh seeds per run (printed); outputs poisoned with guard bands (DeviceRun).
-#include "tests/gpu/test_attention_util.cuh"
+#include "tests/gpu/attention_device_run.cuh"
 
 #include "tests/common/seed.h"
 
