@@ -154,8 +154,8 @@ fp8attn_bf16_tensor device_tensor(const fm::Bf16View& v, const uint16_t* host_ba
 // fp8attn_quantize_qkv (with the defaults, Q's tiles in the K/V launch).
 enum class Entry { kSplit, kQkv };
 
-// One variant's GPU pre-pass on `in`, every output against the mirror's.
-void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad,
+// The GPU pre-pass on `in` through one entry, every output against the mirror's.
+void compare_entry(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad,
                      const fm::KvCacheHost& cpu_kv, const fm::QQuantHost& cpu_q,
                      float softmax_scale, Entry entry) {
   DeviceBuffer d_q(in.q.size() * 2, 0), d_kv(in.kv.size() * 2, 0);
@@ -231,15 +231,7 @@ void compare_variant(const Inputs& in, const fp8attn_quant_options& opt, int vt_
 }
 
 
-// The fused-pass kernels of fp8attn_quant_variant(): both must write the mirror's bytes.
-const char* const kVariants[] = {"v2"};  // the v1 kernels were removed
-
-struct VariantScope {  // FP8ATTN_QUANT_VARIANT for the calls in this scope (read at every call)
-  explicit VariantScope(const char* v) { setenv("FP8ATTN_QUANT_VARIANT", v, 1); }
-  ~VariantScope() { unsetenv("FP8ATTN_QUANT_VARIANT"); }
-};
-
-// Runs the GPU pre-pass (each variant) and the CPU mirror on the same inputs and compares every
+// Runs the GPU pre-pass (both entries) and the CPU mirror on the same inputs and compares every
 // output.
 void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int vt_pad) {
   SCOPED_TRACE("b=" + std::to_string(in.b) + " sq=" + std::to_string(in.sq) + " sk=" +
@@ -258,16 +250,11 @@ void compare_with_mirror(const Inputs& in, const fp8attn_quant_options& opt, int
   const fm::QQuantHost cpu_q = fm::prepass_q(in.q_view(), cpu_kv,
                                              static_cast<fp8attn_q_scale>(opt.q_scale),
                                              softmax_scale);
-  for (const char* variant : kVariants) {
-    SCOPED_TRACE(std::string("FP8ATTN_QUANT_VARIANT=") + variant);
-    VariantScope scope(variant);
-    ASSERT_STREQ(fp8attn_quant_variant(), variant);
-    for (const Entry entry : {Entry::kSplit, Entry::kQkv}) {
-      SCOPED_TRACE(entry == Entry::kSplit ? "fp8attn_quantize_kv + fp8attn_quantize_q"
-                                          : "fp8attn_quantize_qkv");
-      compare_variant(in, opt, vt_pad, cpu_kv, cpu_q, softmax_scale, entry);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+  for (const Entry entry : {Entry::kSplit, Entry::kQkv}) {
+    SCOPED_TRACE(entry == Entry::kSplit ? "fp8attn_quantize_kv + fp8attn_quantize_q"
+                                        : "fp8attn_quantize_qkv");
+    compare_entry(in, opt, vt_pad, cpu_kv, cpu_q, softmax_scale, entry);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   }
 }
@@ -501,7 +488,6 @@ TEST(QuantApi, DefaultsAreTheNumericsDecision) {
   EXPECT_EQ(sizeof(fp8attn_quant_options), 40u);  // python/fp8attn/capi.py mirrors the layout
   const fp8attn::QuantOptions cpp = fp8attn::default_quant_options();
   EXPECT_EQ(std::memcmp(&cpp, &o, sizeof o), 0);
-  unsetenv("FP8ATTN_QUANT_VARIANT");
   EXPECT_STREQ(fp8attn_quant_variant(), "v2");
 }
 
