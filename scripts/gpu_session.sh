@@ -29,6 +29,11 @@ LOGS=$WORK/logs
 mkdir -p "$LOGS" "$OUT"
 SUMMARY=$OUT/tests.json
 exec > >(tee "$OUT/session.log") 2>&1
+# The build carried compressed (scripts/stage_gpu.sh with BUNDLE=1: the library and the tests
+# compress ~5x, so that they, FA3's wheel and the tree fit one 64 MiB carry): unpacked into CARRY.
+if [[ -f "$CARRY/bundle.tar.xz" && ! -f "$CARRY/libfp8attn.so" ]]; then
+  tar -xJf "$CARRY/bundle.tar.xz" -C "$CARRY" && echo "unpacked $CARRY/bundle.tar.xz"
+fi
 export LD_LIBRARY_PATH="$PWD/$CARRY${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Carried stand-ins (scripts/stage_gpu.sh) for runtime libraries this machine may lack.
 for dir in "$CARRY"/fallback/*/; do

@@ -74,6 +74,16 @@ else
   echo "stage: no captured activations carried (data/captures.json or data/cache/captures absent)"
 fi
 
+# BUNDLE=1: the library, the tests, their fallbacks, COMMIT and BUILD_INFO also as one
+# .carry/bundle.tar.xz (~5x smaller; scripts/gpu_session.sh unpacks it when the plain files are
+# not carried), so that a call can carry it with FA3's wheel: carry [".carry/bundle.tar.xz",
+# ".whl"] for tests, sanitizers and the speed sweep in one call.
+if [[ -n "${BUNDLE:-}" ]]; then
+  rm -f "$CARRY/bundle.tar.xz"
+  tar -cJf "$CARRY/bundle.tar.xz" -C "$CARRY" libfp8attn.so tests fallback COMMIT BUILD_INFO
+  echo "stage: $CARRY/bundle.tar.xz $(du -h "$CARRY/bundle.tar.xz" | cut -f1)"
+fi
+
 # The working tree travels too: tracked files plus untracked, not ignored ones.
 tree_bytes=$( (git ls-files -z; git ls-files -z --others --exclude-standard) |
   xargs -0 -r du -cb 2>/dev/null | awk '/total$/ {s += $1} END {print s + 0}')
