@@ -19,11 +19,9 @@ max |err|; pass when both <= 1.10.
 usage: python3 lab/probes/rope_pairs.py LIB OUT.json [COMMIT_FILE]   (FA3 on PYTHONPATH; without
 it the FA3 pairs are left out)
 """
-import ctypes
 import json
 import math
 import sys
-import weakref
 from pathlib import Path
 
 import torch
@@ -34,7 +32,6 @@ import accuracy  # noqa: E402
 import fp8attn_calls as calls  # noqa: E402
 import methods  # noqa: E402
 import pair_timing  # noqa: E402
-from fp8attn import capi  # noqa: E402
 
 SHAPES = [(2, 8192, 32, 32), (2, 8192, 32, 8), (16, 1024, 32, 32)]
 RUNS = 60
@@ -50,52 +47,6 @@ def tables(max_pos, random_angles, seed=5):
         inv = 10000.0 ** (-torch.arange(64, dtype=torch.float64) / 64)
         ang = torch.arange(max_pos, dtype=torch.float64)[:, None] * inv[None, :]
     return ang.cos().float().cuda().contiguous(), ang.sin().float().cuda().contiguous()
-
-
-def rope_struct(L, cos, sin, q_pos0=0, k_pos0=0):
-    r = capi.RopeTables()
-    L.fp8attn_rope_tables_init(ctypes.byref(r))
-    r.cos, r.sin, r.max_positions = cos.data_ptr(), sin.data_ptr(), cos.shape[0]
-    r.q_pos0, r.k_pos0 = q_pos0, k_pos0
-    return r
-
-
-def rope_pair_runner(lib, q, k, v, causal, cos, sin, q_pos0=0, k_pos0=0):
-    """fp8attn_attention_rope on pre-rotary q, k, v: the end-to-end runner's arguments with the
-    rope tables (workspace reserved outside the timing)."""
-    L = lib.c
-    base = calls.end_to_end_runner(lib, q, k, v, causal)  # its args, buffers and workspace
-    args = base.keep[0]
-    b, sq, h, d = q.shape
-    ws = ctypes.c_void_p(L.fp8attn_workspace_create())
-    fin = weakref.finalize(args, L.fp8attn_workspace_destroy, ws)
-    L.check(L.fp8attn_workspace_reserve(
-        ws, L.fp8attn_attention_workspace_bytes(b, sq, k.shape[1], h, k.shape[2], d)), "quant", "reserve")
-    r = rope_struct(L, cos, sin, q_pos0, k_pos0)
-    fn, ra, rr, st = L.fp8attn_attention_rope, ctypes.byref(args), ctypes.byref(r), calls._stream()
-
-    def run():
-        s = fn(ra, rr, ws, st)
-        if s != 0:
-            L.check(s, "quant", "attention_rope")
-    run()
-    run.keep = (base, r, fin, cos, sin)
-    run.out = base.out
-    return run
-
-
-def rope_bf16_runner(lib, x, cos, sin, pos0=0):
-    L = lib.c
-    t = calls._bf16(x)
-    r = rope_struct(L, cos, sin)
-    fn, rt, rr, st = L.fp8attn_rope_bf16, ctypes.byref(t), ctypes.byref(r), calls._stream()
-
-    def run():
-        s = fn(rt, rr, pos0, st)
-        if s != 0:
-            L.check(s, "quant", "rope_bf16")
-    run.keep = (t, r, x, cos, sin)
-    return run
 
 
 def flops(b, s, h, causal):
@@ -130,14 +81,14 @@ def main():
             q = torch.randn(b, s, h, 128, device="cuda", dtype=torch.bfloat16)
             k = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
             v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
-            run = {"fp8attn_rope_quantize_pair": rope_pair_runner(lib, q, k, v, causal, cos, sin),
+            run = {"fp8attn_rope_quantize_pair": calls.rope_pair_runner(lib, q, k, v, causal, cos, sin),
                    "fp8attn_end_to_end": calls.end_to_end_runner(lib, q, k, v, causal)}
             pairs = []
             if not isinstance(fa3, str):
                 # In place on copies: the rotary then FA3 on what it wrote (values drift over
                 # calls: timing only).
                 qr, kr = q.clone(), k.clone()
-                rq, rk = rope_bf16_runner(lib, qr, cos, sin), rope_bf16_runner(lib, kr, cos, sin)
+                rq, rk = calls.rope_bf16_runner(lib, qr, cos, sin), calls.rope_bf16_runner(lib, kr, cos, sin)
 
                 def peer(qr=qr, kr=kr, rq=rq, rk=rk, causal=causal):
                     rq(), rk()
@@ -160,10 +111,10 @@ def main():
         for causal in (False, True):
             ref, _ = accuracy.exact_attention(rotate64(q, cos, sin, pos0),
                                               rotate64(k, cos, sin, pos0), v, causal)
-            fused = rope_pair_runner(lib, q, k, v, causal, cos, sin, pos0, pos0)
+            fused = calls.rope_pair_runner(lib, q, k, v, causal, cos, sin, pos0, pos0)
             qr, kr = q.clone(), k.clone()
-            rope_bf16_runner(lib, qr, cos, sin, pos0)()
-            rope_bf16_runner(lib, kr, cos, sin, pos0)()
+            calls.rope_bf16_runner(lib, qr, cos, sin, pos0)  # rotates once, in place, as it is made
+            calls.rope_bf16_runner(lib, kr, cos, sin, pos0)
             plain = calls.end_to_end_runner(lib, qr, kr, v, causal)
             torch.cuda.synchronize()
             ef = accuracy.error_metrics(fused.out[0], ref)
