@@ -5,6 +5,7 @@
 #                                         the machine lacks
 #   carry_tests CARRY LOG NAME:LIMIT...   there: each test binary under its time limit, its totals
 #                                         and failed tests echoed, its whole log appended to LOG
+#   carry_header CARRY, carry_fa3         there: the log's first lines; FA3 from .whl/ into /tmp/site
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2
@@ -49,4 +50,18 @@ carry_tests() {
     grep -E "^\[  PASSED  \] [0-9]+ test|^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]" "/tmp/$t.log" | head -12
     { echo "===== $t exit $rc"; cat "/tmp/$t.log"; } >> "$log"
   done
+}
+# there: the commit of the carried build, the tree's, the date and the GPU's clocks
+carry_header() {
+  echo "commit $(cat "$1/COMMIT" 2>/dev/null || echo '?') tree $(git rev-parse --short=12 HEAD 2>/dev/null) $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
+}
+# there: FA3's wheel from .whl/ into /tmp/site (PYTHONPATH), or a line saying it is absent
+carry_fa3() {
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site
+  else
+    echo "no .whl/: FA3 BF16 pairs left out"
+  fi
 }

@@ -22,15 +22,9 @@ carry_env "$CARRY"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 {
 start=$SECONDS
-echo "commit $(cat "$CARRY/COMMIT" 2>/dev/null || echo '?') tree $(git rev-parse --short=12 HEAD 2>/dev/null) $(date -u +%FT%TZ)"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
+carry_header "$CARRY"
 carry_tests "$CARRY" "$OUT/rope-tests.log" test_quant_rope:40 test_quant:50
-if ls .whl/*.whl > /dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site
-else
-  echo "no .whl/: FA3 BF16 pairs left out"
-fi
+carry_fa3
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD/python"
 t0=$SECONDS
 timeout 80 python3 lab/probes/rope_pairs.py "$CARRY/libfp8attn.so" "$OUT/rope-pairs.json" \
