@@ -11,17 +11,17 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 B=/tmp/bundle; rm -rf "$B"; mkdir -p "$B"; tar -xJf .carry/final.tar.xz -C "$B"
 source lab/probes/carry.sh
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+carry_fa3
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
 echo "== 1. k3 tests ($(cat $B/k3/COMMIT))"
 carry_env "$B/k3"
 carry_tests "$B/k3" "$OUT/k3-tests.log" test_attention:100 test_graphs:40 test_nonfinite:40 test_attention_args:40
 echo "== 2. k3 vs release, each head to head with FA3 FP8"
-PYTHONPATH=/tmp/site timeout 80 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
+timeout 80 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
   --variant-lib "$B/k3/libfp8attn.so" --variant-tags fp8attn_release,fp8attn_k3 --no-blocks \
   --variant-rows 0,1,2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "kernel-only" | grep -v "^block size"
 echo "== 3. ropefast ($(cat $B/rope/COMMIT))"
 carry_env "$B/rope"
 carry_tests "$B/rope" "$OUT/rope-tests.log" test_quant_rope:30
-PYTHONPATH=/tmp/site:$PWD/python timeout 75 python3 lab/probes/rope_pairs.py "$B/rope/libfp8attn.so" \
+PYTHONPATH=$PYTHONPATH:$PWD/python timeout 75 python3 lab/probes/rope_pairs.py "$B/rope/libfp8attn.so" \
   "$OUT/rope-pairs.json" "$B/rope/COMMIT" 2>&1 | tail -24

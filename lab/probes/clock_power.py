@@ -48,6 +48,15 @@ def sample(stop, out):
         time.sleep(0.05)
 
 
+def inputs(b, sq, sk, h, hkv):
+    """Gaussian BF16 q, k, v (seed 1) for one shape: the same in the parent and each child."""
+    g = torch.Generator(device="cuda").manual_seed(1)
+    q = torch.randn((b, sq, h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn((b, sk, hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn((b, sk, hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
+    return q, k, v
+
+
 def measure(fn, shape, seconds):
     for _ in range(20):
         fn()
@@ -93,11 +102,7 @@ def main():
     records = []
     for causal in (False, True):
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
-        g = torch.Generator(device="cuda").manual_seed(1)
-        q = torch.randn((b, sq, h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
-        k = torch.randn((b, sk, hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
-        v = torch.randn((b, sk, hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
-        qz = fc.quantize_per_head(q, k, v)
+        qz = fc.quantize_per_head(*inputs(b, sq, sk, h, hkv))
         runs = []
         for tag, path in zip(args.tags.split(","), args.lib):
             lib = first if len(args.lib) == 1 else None
@@ -135,12 +140,8 @@ import clock_power as cp
 from sweep import Shape
 b, sq, sk, h, hkv = map(int, sys.argv[2].split(",")); causal = bool(int(sys.argv[3]))
 shape = Shape(b, sq, sk, h, hkv, 128, causal)
-g = torch.Generator(device="cuda").manual_seed(1)
-q = torch.randn((b, sq, h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
-k = torch.randn((b, sk, hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
-v = torch.randn((b, sk, hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
 lib = fc.load(sys.argv[1])
-qz = fc.quantize_per_head(q, k, v)
+qz = fc.quantize_per_head(*cp.inputs(b, sq, sk, h, hkv))
 print(json.dumps(cp.measure(fc.kernel_runner(lib, qz, causal, "fp8attn"), shape, float(sys.argv[4]))))
 """
 

@@ -16,7 +16,6 @@ usage: python3 lab/probes/one_pass_e2e.py LIB OUT.json [COMMIT_FILE]   (FA3 on P
 it the FA3 pairs are left out and the rest runs)
 """
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -87,10 +86,7 @@ def main():
                        "causal": causal,
                        **{f"{m}_{key}": e[key] for m, e in errs.items() for key in ("rmse", "max_abs")}}
                 mean, one = errs["fp8attn_end_to_end"], errs["fp8attn_end_to_end_one_pass"]
-                ok = all(x is not None for x in (mean["rmse"], one["rmse"]))
-                rec["rmse_ratio"] = one["rmse"] / mean["rmse"] if ok else None
-                rec["max_ratio"] = one["max_abs"] / mean["max_abs"] if ok else None
-                rec["pass"] = bool(ok and rec["rmse_ratio"] <= 1.10 and rec["max_ratio"] <= 1.10)
+                pair_timing.within_10pct(rec, one, mean)
                 out["accuracy"].append(rec)
                 print(f"{kind} {mode} h{h}/{h_kv} causal={int(causal)}: rmse {mean['rmse']} -> "
                       f"{one['rmse']} (x{rec['rmse_ratio']}), max x{rec['max_ratio']} "

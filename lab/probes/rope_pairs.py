@@ -119,14 +119,11 @@ def main():
             torch.cuda.synchronize()
             ef = accuracy.error_metrics(fused.out[0], ref)
             en = accuracy.error_metrics(plain.out[0], ref)
-            ok = all(x is not None for x in (ef["rmse"], en["rmse"]))
             rec = {"set": kind, "table": "random angles, seed 5", "pos0": pos0, "b": b, "s": s,
                    "h": h, "h_kv": h_kv, "causal": causal,
                    "fused_rmse": ef["rmse"], "fused_max_abs": ef["max_abs"],
                    "nonfused_rmse": en["rmse"], "nonfused_max_abs": en["max_abs"]}
-            rec["rmse_ratio"] = ef["rmse"] / en["rmse"] if ok else None
-            rec["max_ratio"] = ef["max_abs"] / en["max_abs"] if ok else None
-            rec["pass"] = bool(ok and rec["rmse_ratio"] <= 1.10 and rec["max_ratio"] <= 1.10)
+            pair_timing.within_10pct(rec, ef, en)
             out["accuracy"].append(rec)
             print(f"{kind} causal={int(causal)}: rmse fused {ef['rmse']} non-fused {en['rmse']} "
                   f"(x{rec['rmse_ratio']}), max x{rec['max_ratio']} "

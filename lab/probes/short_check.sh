@@ -13,7 +13,8 @@ for t in test_attention test_graphs test_nonfinite; do
   timeout 120 ".carry/tests/$t" > "/tmp/$t.log" 2>&1; echo "$t exit $?"
   grep -E "^\[  (PASSED|FAILED) \]|RELIABILITY" "/tmp/$t.log" | head -6
 done
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-FP8ATTN_LIB="$PWD/.carry/libfp8attn.so" PYTHONPATH=/tmp/site timeout 120 python3 bench/harness.py \
+source lab/probes/carry.sh
+carry_fa3
+FP8ATTN_LIB="$PWD/.carry/libfp8attn.so" timeout 120 python3 bench/harness.py \
   --lib .carry/libfp8attn.so --out "$OUT" --commit-file .carry/COMMIT --quick --only speed \
   --command "lab/probes/short_check.sh (harness --quick --only speed)" 2>&1 | grep -E "head_to_head fp8attn |wrote|FAILED" | head -12

@@ -7,8 +7,6 @@ set -u
 cd "$(dirname "$0")/../.."
 source lab/probes/lib.sh
 probe_init
-if ! python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import fa3_fwd_interface" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/fa3_fwd-*.whl
-fi
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+source lab/probes/carry.sh
+carry_fa3
 "$@"
