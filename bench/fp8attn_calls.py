@@ -1,6 +1,6 @@
 """The harness's one door to fp8attn: every call the bench makes into the library goes through this
 file, so that a change of the binding's API is a change here alone. It uses only the package's
-public binding (python/fp8attn: capi for the C ABI, ops.make_params for the kernel's operands).
+public binding (python/fp8attn: capi for the C ABI, ops.make_params for the kernel's operands, rope_ops.tables_struct for the rope tables).
 
   lib = load(path)
   qz = quantize_per_head(q, k, v)                 # FA3-like per (batch, kv head) E4M3 inputs
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 import fp8attn  # noqa: E402
-from fp8attn import capi, ops  # noqa: E402
+from fp8attn import capi, ops, rope_ops  # noqa: E402
 from fp8attn.quantize import quantize_per_head, unpermute_vt  # noqa: E402,F401
 
 # Method name -> the library's P precision enum name (its value is read from the library).
@@ -324,21 +324,13 @@ def rope_tables(max_positions: int, base: float = 10000.0):
     return ang.cos().float().cuda().contiguous(), ang.sin().float().cuda().contiguous()
 
 
-def _rope_struct(lib: Lib, cos, sin, q_pos0: int = 0, k_pos0: int = 0):
-    r = capi.RopeTables()
-    lib.c.fp8attn_rope_tables_init(ctypes.byref(r))
-    r.cos, r.sin, r.max_positions = cos.data_ptr(), sin.data_ptr(), cos.shape[0]
-    r.q_pos0, r.k_pos0 = q_pos0, k_pos0
-    return r
-
-
 def rope_pair_runner(lib: Lib, q, k, v, causal: bool, cos, sin, q_pos0: int = 0, k_pos0: int = 0,
                      softmax_scale: float | None = None):
     """fp8attn_attention_rope (the rope + quantize pre-pass and the kernel: one C call) on
     pre-rotary BF16 q, k, v with the library's default options; arguments, outputs and workspace
     made here, outside any timing (one launch checks them). run.out = (o, lse)."""
     args, ws, keep = _attention_args(lib, q, k, v, causal, softmax_scale, "fp8attn")
-    rope = _rope_struct(lib, cos, sin, q_pos0, k_pos0)
+    rope = rope_ops.tables_struct(cos, sin, q_pos0, k_pos0)
     L, stream = lib.c, _stream()
     fn, ra, rr = L.fp8attn_attention_rope, ctypes.byref(args), ctypes.byref(rope)
 
@@ -356,7 +348,7 @@ def rope_bf16_runner(lib: Lib, x, cos, sin, pos0: int = 0):
     """fp8attn_rope_bf16 in place on BF16 x (b, s, heads, 128), rows from table row pos0: the
     library's copy-speed rotary (16-byte loads and stores). Checked (one call) here."""
     L = lib.c
-    t, rope = _bf16(x), _rope_struct(lib, cos, sin)
+    t, rope = _bf16(x), rope_ops.tables_struct(cos, sin)
     fn, rt, rr, stream = L.fp8attn_rope_bf16, ctypes.byref(t), ctypes.byref(rope), _stream()
 
     def run():
