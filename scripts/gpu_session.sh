@@ -49,19 +49,8 @@ stage() { echo; echo "=== [$(date -u +%H:%M:%S), ${SECONDS}s] $*"; }
 # The newest copy of a block: this call's $OUT, else one carried from an earlier call.
 block() { if [[ -f "$OUT/$1" ]]; then echo "$OUT/$1"; elif [[ -f "$ATTACH/$1" ]]; then echo "$ATTACH/$1"; fi; }
 
-# FlashAttention-3 (PyPI fa3-fwd==0.0.3) into /tmp/site: from the wheel carried in .whl/, or as
-# an earlier call on this warm machine left it (the harness records FA3 as failed, never drops
-# it, when the import fails).
-install_fa3() {
-  if ! python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import fa3_fwd_interface" 2>/dev/null; then
-    if compgen -G ".whl/fa3_fwd-*.whl" >/dev/null; then
-      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/fa3_fwd-*.whl
-    else
-      echo "no .whl/fa3_fwd-*.whl carried and none installed in /tmp/site: FA3 is not importable"
-    fi
-  fi
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-}
+# install_fa3: FlashAttention-3 into /tmp/site (scripts/gpu/fa3.sh).
+source scripts/gpu/fa3.sh
 
 stage "GPU and clocks (parts: $PARTS)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active --format=csv ||

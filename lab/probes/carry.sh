@@ -56,15 +56,8 @@ carry_header() {
   echo "commit $(cat "$1/COMMIT" 2>/dev/null || echo '?') tree $(git rev-parse --short=12 HEAD 2>/dev/null) $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
 }
-# there: FA3 importable from /tmp/site (put first on PYTHONPATH): as an earlier call on this warm
-# machine left it, else installed from .whl/, else a line saying it is absent
+# there: FA3 importable from /tmp/site (scripts/gpu/fa3.sh's install_fa3)
 carry_fa3() {
-  if ! python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import fa3_fwd_interface" 2>/dev/null; then
-    if compgen -G ".whl/fa3_fwd-*.whl" > /dev/null; then
-      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/fa3_fwd-*.whl
-    else
-      echo "no .whl/fa3_fwd-*.whl and none in /tmp/site: the FA3 pairs are left out"
-    fi
-  fi
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  source scripts/gpu/fa3.sh
+  install_fa3
 }
