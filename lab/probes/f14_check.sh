@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Issue 14 item 2 on the GPU machine, one call (~3 minutes): the fast mode's candidate numerics on
+# the release (tilefix) kernel, each library in its own process head to head with FA3 FP8 at
+# 1k-8k, and its kernel-only error on FA3's outlier test and Gaussian data beside FA3 FP8's
+# (kernel_ab.py --variant-lib):
+#   rel       main as it is (P offset 5, slack 3, l the tensor core's sum of the rounded P)
+#   o8s0      branch f14t: offset 8 with an exact running max (branch fast14's constants)
+#   o8s0-l32  the same with l from the FP32 p (lab/study-fastmode/variant-l-fp32.patch): FA3's
+#             numerics, which the CPU study says closes the error gap (results/fastmode-study-2.md)
+# Here: bash lab/probes/f14_stage.sh. Carry [".carry/f14.tar.xz", ".whl"]. Writes $OUT/kernel_ab.json.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+B=/tmp/f14; rm -rf "$B"; mkdir -p "$B"; tar -xJf .carry/f14.tar.xz -C "$B"
+source lab/probes/carry.sh
+carry_fa3
+carry_header "$B/rel"
+for v in rel o8s0 o8s0-l32; do echo "$v: $(cat "$B/$v/COMMIT")"; done
+timeout 500 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
+  --variant-lib "$B/o8s0/libfp8attn.so" --variant-lib "$B/o8s0-l32/libfp8attn.so" \
+  --variant-tags fp8attn_release,fp8attn_o8s0,fp8attn_o8s0_l32 --no-blocks \
+  --variant-rows 0,1,2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "^block size"
