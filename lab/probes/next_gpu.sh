@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The prepared probes of lab/README.md ("Prepared for the next GPU session"), two per call so that
+# each call stays under the 10-minute limit and its carry under 64 MiB; each probe writes into its
+# own folder of $OUT. FA3 is installed once into /tmp/site and reused while the machine is warm.
+#   PART=a: v192_check.sh (~4 min) + k3s_check.sh (~2 min)
+#           carry [".carry/v192", ".carry/k3s.tar.xz", ".whl"]
+#   PART=b: f14_check.sh (~3 min) + align_ab.sh (~1 min)
+#           carry [".carry/f14.tar.xz", ".carry/align.tar.xz", ".carry/COMMIT", ".carry/fallback", ".whl"]
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/out}
+run() {  # NAME SCRIPT
+  mkdir -p "$OUT/$1"
+  echo "=== $1 ($2) $(date -u +%T)"
+  OUT="$OUT/$1" bash "$2" 2>&1 | tee "$OUT/$1/stdout.log"
+}
+case "${PART:-}" in
+  a) run v192 lab/probes/v192_check.sh; run k3s lab/probes/k3s_check.sh ;;
+  b) run f14 lab/probes/f14_check.sh; run align lab/probes/align_ab.sh ;;
+  *) echo "next_gpu.sh: PART=a or PART=b" >&2; exit 2 ;;
+esac
