@@ -18,6 +18,8 @@ kernel could reach. The copy bandwidth is the median of the `prepass` records' `
 this file or of --copy-from (a file whose run measured it). And the same for the rotary pair
 (issue 17's in-model comparison: our rope + quantize pass in place of the model's BF16 rotary
 kernel, against that rotary kernel + FA3 BF16), both passes at copy speed on their useful bytes.
+Beside them, what the pre-pass took inside the measured end-to-end call (its median minus the
+kernel's, both paired with FA3 BF16) and the bandwidth that is on the useful bytes.
 Usage: python3 tools/eval/e2e_bound.py results/<file>.json [--copy-from results/<f>.json]
            [--out results/e2e-bound-<commit>.txt]"""
 import argparse
@@ -97,16 +99,22 @@ def vs_fa3_bf16(d, a):
                f"{a.copy_from or a.results}); kernel and FA3 BF16 from {a.results}",
            "# b sq sk h h_kv causal | fp8attn / FA3 BF16 (kernel alone, head to head) | pre-pass at copy speed "
            "(useful bytes) / kernel alone | best BF16-in / FA3 BF16 with a separate pre-pass | "
-           "best rope + quantize pair / (BF16 rotary + FA3 BF16) pair"]
-    for (b, sq, sk, h, h_kv, causal), (r, peer) in sorted(pairs.items()):
+           "best rope + quantize pair / (BF16 rotary + FA3 BF16) pair | measured: end to end - kernel, ms "
+           "(useful GB/s)"]
+    for key, (r, peer) in sorted(pairs.items()):
+        b, sq, sk, h, h_kv, causal = key
         tk = r["ms_median"] * 1e-3
         bound = tk / (tk + useful_bytes(b, sq, sk, h, h_kv) / (copy * 1e9))
         ratio = r["tflops_median"] / peer["tflops_median"]
         t_fa3 = peer["ms_median"] * 1e-3
         pair = ((t_fa3 + rotary_bytes(b, sq, sk, h, h_kv) / (copy * 1e9))
                 / (tk + useful_bytes(b, sq, sk, h, h_kv) / (copy * 1e9)))
+        e2e = next((x for x in d["speed"] if x["method"] == "fp8attn_end_to_end"
+                    and x.get("protocol") == "head_to_head:fa3_bf16"
+                    and (x["b"], x["sq"], x["sk"], x["h"], x["h_kv"], x["causal"]) == key), None)
+        pre = e2e["ms_median"] * 1e-3 - tk if e2e else float("nan")
         out.append(f"{b} {sq} {sk} {h} {h_kv} {int(causal)} | {ratio:.3f} | {bound:.3f} | {ratio * bound:.3f} | "
-                   f"{pair:.3f}")
+                   f"{pair:.3f} | {pre * 1e3:.3f} ({useful_bytes(b, sq, sk, h, h_kv) / pre / 1e9:.0f})")
     return out
 
 
