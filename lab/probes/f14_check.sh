@@ -11,8 +11,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-B=/tmp/f14; rm -rf "$B"; mkdir -p "$B"; tar -xJf .carry/f14.tar.xz -C "$B"
 source lab/probes/carry.sh
+B=$(carry_unpack .carry/f14.tar.xz f14)
 carry_fa3
 carry_header "$B/rel"
 for v in rel o8s0 o8s0-l32; do echo "$v: $(cat "$B/$v/COMMIT")"; done

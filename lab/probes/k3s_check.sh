@@ -8,8 +8,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-B=/tmp/k3s; rm -rf "$B"; mkdir -p "$B"; tar -xJf .carry/k3s.tar.xz -C "$B"
 source lab/probes/carry.sh
+B=$(carry_unpack .carry/k3s.tar.xz k3s)
 carry_fa3
 carry_header "$B/k3s" | tee "$OUT/k3s-tests.log"
 carry_env "$B/k3s"
