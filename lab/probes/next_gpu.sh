@@ -5,7 +5,7 @@
 # .whl may stay behind). Each probe writes into its own folder of $OUT.
 #   PART=a: v192_check.sh (~4 min) + k3s_check.sh (~2 min)
 #           carry [".carry/v192", ".carry/k3s.tar.xz", ".whl"]
-#   PART=b: f14_check.sh (~3 min)             carry [".carry/f14.tar.xz", ".whl"]
+#   PART=b: f14_check.sh (~5 min)             carry [".carry/f14.tar.xz", ".whl"]
 #   PART=c: align_ab.sh (~1 min)              carry [".carry/align.tar.xz", ".carry/COMMIT",
 #                                                    ".carry/fallback", ".whl"]
 set -u
