@@ -3,7 +3,7 @@
 # under the 10-minute limit and its carry under 64 MiB with the tree (~30 MB tracked) and the FA3
 # wheel (.whl, 27 MB; on a machine still warm from an earlier call FA3 is already in /tmp/site and
 # .whl may stay behind). Each probe writes into its own folder of $OUT.
-#   PART=a: v192_check.sh (~4 min) + k3s_check.sh (~2 min)
+#   PART=a: v192_check.sh (~5 min) + k3s_check.sh (~2 min)
 #           carry [".carry/v192", ".carry/k3s.tar.xz", ".whl"]
 #   PART=b: f14_check.sh (~5 min)             carry [".carry/f14.tar.xz", ".whl"]
 #   PART=c: align_ab.sh (~1 min)              carry [".carry/align.tar.xz", ".carry/COMMIT",
