@@ -8,6 +8,9 @@
 #   carry_header CARRY, carry_fa3         there: the log's first lines; FA3 from .whl/ into /tmp/site
 #   carry_unpack ARCHIVE NAME             there: a tar.xz of several builds into a fresh /tmp/NAME
 #                                         (printed)
+#   carry_patched REPO PATCH CARRY        here: REPO's HEAD with PATCH (a path inside REPO) applied
+#                                         in a temporary worktree, its library alone into CARRY
+#                                         (COMMIT names both)
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2
@@ -66,4 +69,16 @@ carry_fa3() {
 carry_unpack() {
   local dir=/tmp/$2
   rm -rf "$dir" && mkdir -p "$dir" && tar -xJf "$1" -C "$dir" && echo "$dir"
+}
+carry_patched() {
+  local repo=$1 patch=$2 carry=$3 wt
+  # Beside the repository, so that ccache (CCACHE_BASEDIR, the parent folder) reuses objects.
+  wt=$(mktemp -d "$(cd "$repo/.." && pwd)/wt-patched.XXXXXX")
+  git -C "$repo" worktree add -q --detach "$wt" HEAD
+  (cd "$wt" && git apply "$patch" && carry_stage build-patched "$carry" >/dev/null &&
+    echo "$(git rev-parse --short=12 HEAD) + $patch" > "$carry/COMMIT")
+  local rc=$?
+  git -C "$repo" worktree remove --force "$wt"
+  rm -rf "$carry/tests" "$carry/fallback"
+  return $rc
 }

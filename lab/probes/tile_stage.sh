@@ -10,12 +10,8 @@ source lab/probes/carry.sh
 tmp=$(mktemp -d)
 (cd "$K3S" && carry_stage build-k3s "$tmp/k3s" test_attention test_graphs test_nonfinite test_attention_args)
 carry_stage build-stage "$tmp/rel" >/dev/null
-wt=$(mktemp -d)
-git worktree add -q --detach "$wt" HEAD
-(cd "$wt" && git apply lab/variants/khead-only.patch && carry_stage build-khead "$tmp/khead" >/dev/null &&
-  echo "$(git rev-parse --short=12 HEAD) + lab/variants/khead-only.patch" > "$tmp/khead/COMMIT")
-git worktree remove --force "$wt"
-rm -rf "$tmp/khead/tests" "$tmp/khead/fallback" "$tmp/rel/tests" "$tmp/rel/fallback"
+carry_patched . lab/variants/khead-only.patch "$tmp/khead"
+rm -rf "$tmp/rel/tests" "$tmp/rel/fallback"
 tar -cJf "$root/.carry/tile.tar.xz" -C "$tmp" k3s khead rel
 rm -rf "$tmp"
 du -sh "$root/.carry/tile.tar.xz"

@@ -12,11 +12,6 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-/work}
 rm -rf .carry/v192 && mkdir -p .carry/v192
 cp "$V192/.carry/bundle.tar.xz" "$V192/.carry/COMMIT" .carry/v192/
 source lab/probes/carry.sh
-wt=$(mktemp -d)
-git -C "$V192" worktree add -q --detach "$wt" HEAD
-(cd "$wt" && git apply lab/study-accurate/v192-tma-store.patch && carry_stage build-v192t "$root/.carry/v192/tma" >/dev/null &&
-  echo "$(git rev-parse --short=12 HEAD) + lab/study-accurate/v192-tma-store.patch" > "$root/.carry/v192/tma/COMMIT")
-git -C "$V192" worktree remove --force "$wt"
-rm -rf .carry/v192/tma/tests .carry/v192/tma/fallback
+carry_patched "$V192" lab/study-accurate/v192-tma-store.patch "$root/.carry/v192/tma"
 xz -T2 -9 .carry/v192/tma/libfp8attn.so
 du -sh .carry/v192
