@@ -41,9 +41,13 @@ struct EpilogueOperands {
     }
   }
   __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile, int row0) {
+    load(p, tile, row0, tile.head / p.q_per_kv);
+  }
+  // The same with the tile's KV head given (the short-tile configuration's, published by the
+  // producer).
+  __device__ __forceinline__ void load(const KernelParams& p, const Tile& tile, int row0, int kv_head) {
     vb = 1.f;
     vd_bcast = false;
-    const int kv_head = tile.head / p.q_per_kv;
     const int q4 = threadIdx.x % 4;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {

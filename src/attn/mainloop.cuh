@@ -145,6 +145,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   for (;;) {
     ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
     const Tile tile = sm.tile[sched.stage];
+    const int kv_head_published = Cfg::kTmaStoreO ? sm.tile_kv_head[sched.stage] : 0;
     ptx::mbar_arrive(&sm.tile_empty[sched.stage]);  // each thread after its own read of the slot
     sched.advance();
     if (tile.m_block < 0) {  // the end
@@ -160,7 +161,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     acc.ones_addr = ptx::smem_addr(sm.ones);
     EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
-      eo.load(p, tile, row0);
+      if constexpr (Cfg::kTmaStoreO) eo.load(p, tile, row0, kv_head_published);
+      else eo.load(p, tile, row0);
       epilogue<Cfg>(p, tile, row0, wg, o_buf, acc, softmax, eo);
       continue;
     }
@@ -168,7 +170,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // Per-row constants: the row's scale without the K descale, and its mask limit. The
     // descales are loaded here and multiplied only once the tile's first QK^T has been issued
     // (set_scales): a product here waited for the loads before that issue (tile clocks).
-    const int kv_head = tile.head / p.q_per_kv;
+    const int kv_head = Cfg::kTmaStoreO ? kv_head_published : tile.head / p.q_per_kv;
     float q_scale[2];
     int limit[2];
 #pragma unroll
@@ -283,7 +285,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 
     // Drain: PV of the first block. The epilogue's operands are fetched first (S is dead, so
     // their registers are free) and arrive while the last P V runs.
-    eo.load(p, tile, row0);
+    if constexpr (Cfg::kTmaStoreO) eo.load(p, tile, row0, kv_head);
+    else eo.load(p, tile, row0);
     ptx::mbar_wait(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     fence_regs(pf);

@@ -21,8 +21,11 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
     // Publish the tile (or the end) to the consumers.
     // The producer decodes the tile (integer divisions) once for all 256 consumer threads.
     const Tile tile = t < p.num_tiles ? TileScheduler::at(p, t) : Tile{-1, 0, 0};
+    int kv_head_published = 0;
+    if constexpr (Cfg::kTmaStoreO) kv_head_published = tile.head / p.q_per_kv;
     ptx::mbar_wait(&sm.tile_empty[sched.stage], sched.phase ^ 1);
     sm.tile[sched.stage] = tile;
+    if constexpr (Cfg::kTmaStoreO) sm.tile_kv_head[sched.stage] = kv_head_published;
     ptx::mbar_arrive(&sm.tile_full[sched.stage]);
     sched.advance();
     if (t >= p.num_tiles) break;
@@ -31,7 +34,7 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
       t = TileScheduler::next(p);
       continue;
     }
-    const int kv_head = tile.head / p.q_per_kv;
+    const int kv_head = Cfg::kTmaStoreO ? kv_head_published : tile.head / p.q_per_kv;
     // Q double buffer: the next tile's Q is requested as soon as this tile's K/V loads are
     // issued (a few blocks before its end), not when its last QK^T has completed.
     ptx::mbar_wait(&sm.q_empty[qs.stage], qs.phase ^ 1);
