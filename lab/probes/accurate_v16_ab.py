@@ -6,9 +6,12 @@ kernel-only error beside FA3 FP8's on FA3's outlier test and Gaussian data.
 Inputs per (batch, KV head) as the FA3 issue's: Q, K in E4M3 with per-head scales; V^T in FP16 =
 V / v_descale (the same per-head scale, |V^T| <= 448, not rounded to E4M3). The kernel-only
 reference is exact attention on exactly those values (dequantized Q, K and the FP16 V * descale).
-Also times the converter kernel (FP16 P from E4M3 V^T) for the before/after.
+Also times the converter kernel (FP16 P from E4M3 V^T) for the before/after, and (--blocks) the
+FP16 V^T kernel's two block lengths head to head in one process: the same K descale given per head
+(192-key blocks where the library has kFP16VtBlock192, branch v192) and repeated per 128-key block
+(128-key blocks), same values, so the only difference is the kernel.
 
-  python3 lab/probes/accurate_v16_ab.py --lib .carry/libfp8attn.so --out DIR [--runs 100]
+  python3 lab/probes/accurate_v16_ab.py --lib .carry/libfp8attn.so --out DIR [--runs 100] [--blocks]
 Writes DIR/accurate_v16_ab.json (command, commit, GPU, date, every record) and prints a table.
 Shapes: the seed b2 s8192 h32 d128 and 16x1k, both masks.
 """
@@ -47,17 +50,23 @@ def vt16_of(v, v_descale, pad):
     return vt, vs
 
 
-def accurate_runner(lib, qz, vt16, causal):
-    """The FP16 V^T kernel on qz's Q, K and descales with vt16."""
+def accurate_runner(lib, qz, vt16, causal, per_block=False):
+    """The FP16 V^T kernel on qz's Q, K and descales with vt16; per_block: the per-head K descale
+    repeated per 128-key block (which selects the 128-key kernel)."""
     b, sq, h, d = qz.q8.shape
     out = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device="cuda")
     lse = torch.empty((b, h, sq), dtype=torch.float32, device="cuda")
-    params, keep = fc.ops.make_params(qz.q8, qz.k8, vt16, out, lse, qz.q_descale, qz.k_descale,
+    kd = qz.k_descale
+    if per_block:
+        sk, h_kv = qz.k8.shape[1], qz.k8.shape[2]
+        nblk = -(-sk // lib.c.constant("FP8ATTN_K_SCALE_BLOCK"))
+        kd = kd.reshape(b, h_kv, 1).expand(b, h_kv, nblk).contiguous()
+    params, keep = fc.ops.make_params(qz.q8, qz.k8, vt16, out, lse, qz.q_descale, kd,
                                       qz.v_descale, causal=causal,
                                       p_precision=lib.c.constant("FP8ATTN_P_FP16"),
                                       seqlen_k=qz.k8.shape[1])
     params.vt_dtype = VT_FP16
-    run = fc.params_runner(lib, params, (params, keep, out, lse, qz, vt16))
+    run = fc.params_runner(lib, params, (params, keep, kd, out, lse, qz, vt16))
     run.out = out
     return run
 
@@ -90,6 +99,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=20261201)
+    ap.add_argument("--blocks", action="store_true",
+                    help="also the per-head (192-key) against the per-block (128-key) FP16 V^T kernel")
+    ap.add_argument("--no-converter", action="store_true", help="skip the converter kernel's pairing")
     args = ap.parse_args()
     fa3 = methods.load_fa3()
     if isinstance(fa3, str):
@@ -108,7 +120,15 @@ def main():
             bf = methods.rotating([methods._fa3_bf16(fa3, q, k, v, causal) for _, _, q, k, v in sets])
             pair(shape, "fp8attn_accurate_vt16", acc, "fa3_fp8", f8, args.runs, records)
             pair(shape, "fp8attn_accurate_vt16", acc, "fa3_bf16", bf, args.runs, records)
-            pair(shape, "fp8attn_accurate_e4m3v", conv, "fa3_fp8", f8, args.runs, records)
+            if not args.no_converter:
+                pair(shape, "fp8attn_accurate_e4m3v", conv, "fa3_fp8", f8, args.runs, records)
+            if args.blocks:
+                b128 = methods.rotating([accurate_runner(lib, qz, vt, causal, per_block=True)
+                                         for qz, vt, *_ in sets])
+                pair(shape, "fp8attn_accurate_vt16", acc, "fp8attn_accurate_vt16_b128", b128,
+                     args.runs, records)
+                pair(shape, "fp8attn_accurate_vt16_b128", b128, "fa3_bf16", bf, args.runs, records)
+                del b128
             del sets, acc, conv, f8, bf
             torch.cuda.empty_cache()
     print("kernel-only error (per-head inputs), b1 s4096 h8/8")
@@ -123,9 +143,14 @@ def main():
             ref8, _ = accuracy.exact_attention(qd, kd, vd8, causal)
             run = accurate_runner(lib, qz, vt16, causal)
             run()
+            outs = [("fp8attn_accurate_vt16", run.out, ref16)]
+            if args.blocks:
+                run128 = accurate_runner(lib, qz, vt16, causal, per_block=True)
+                run128()
+                outs.append(("fp8attn_accurate_vt16_b128", run128.out, ref16))
             torch.cuda.synchronize()
-            for method, out, ref in (("fp8attn_accurate_vt16", run.out, ref16),
-                                     ("fa3_fp8", methods._out(methods._fa3_fp8(fa3, qz, causal)()), ref8)):
+            outs.append(("fa3_fp8", methods._out(methods._fa3_fp8(fa3, qz, causal)()), ref8))
+            for method, out, ref in outs:
                 m = accuracy.error_metrics(out, ref)
                 records.append({"dataset": name, "causal": causal, "method": method,
                                 "reference": "kernel_only", "inputs": "per_head",

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The attention kernel's steady-state loop in a `cuobjdump -sass` listing (with encodings): the
-smallest backward-branch loop holding both the QK^T (64x192) and the P V (64x128) wgmmas. Prints
-its size, start address (mod 128), the sum of the control codes' stall counts, the count of
-instructions that wait on a scoreboard, and writes the loop's opcode sequence (register numbers
-dropped) to FILE.inner for diffing two builds.
+smallest backward-branch loop holding both the QK^T (QGMMA 64xN) and the P V (QGMMA 64x128, or
+HGMMA 64x128 for FP16 P) wgmmas. Prints its size, start address (mod 128), the sum of the control
+codes' stall counts, the count of instructions that wait on a scoreboard, the counts of the
+instruction classes that bound a block (MUFU.EX2, wgmmas, conversions, local memory), and writes
+the loop's opcode sequence (register numbers dropped) to FILE.inner for diffing two builds.
   cuobjdump -xelf e4m3_block192.sm_90a.cubin lib.so; cuobjdump -sass e4m3_block192.sm_90a.cubin > a.sass
   python3 lab/sass/inner_loop.py a.sass b.sass; diff a.sass.inner b.sass.inner
 Control bits (sm_70 and later, high 64-bit word): stall bits 41-44, yield 45, wait mask 52-57."""
@@ -35,9 +36,11 @@ def inner_loop(ins):
         m = re.search(r"0x([0-9a-f]+)", t) if tt.startswith("BRA") else None
         if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in idx:
             loops.append((idx[int(m.group(1), 16)], k))
+    def has(s, e, pat):
+        return any(re.search(pat, ins[j][1]) for j in range(s, e + 1))
     cands = [(e - s, s, e) for s, e in loops
-             if any("QGMMA.64x192" in ins[j][1] for j in range(s, e + 1))
-             and any("QGMMA.64x128" in ins[j][1] for j in range(s, e + 1))]
+             if has(s, e, r"QGMMA\.64x(128|192|224)") and has(s, e, r"[QH]GMMA\.64x128x(32|16)")
+             and (has(s, e, r"HGMMA\.64x128") or has(s, e, r"QGMMA\.64x(192|224)"))]
     if not cands:
         return None
     _, s, e = min(cands)
@@ -53,5 +56,10 @@ for path in sys.argv[1:]:
     waits = sum(((h >> 52) & 0x3F) != 0 for _, _, h in body)
     print(f"{path}: {len(body)} instructions from {body[0][0]:#x} (mod 128: {body[0][0] % 128}), "
           f"stall counts {stalls}, scoreboard waits {waits}")
+    count = {k: sum(1 for _, t, _ in body if re.search(p, t)) for k, p in (
+        ("MUFU.EX2", r"MUFU\.EX2"), ("QGMMA", r"QGMMA"), ("HGMMA", r"HGMMA"), ("F2FP", r"F2FP"),
+        ("FMNMX", r"FMNMX"), ("FADD", r"\bFADD"), ("FMUL", r"\bFMUL"), ("FFMA", r"\bFFMA"),
+        ("SHFL", r"SHFL"), ("LDL/STL", r"\b(LDL|STL)"))}
+    print("  " + ", ".join(f"{k} {v}" for k, v in count.items()))
     ops = [re.sub(r"R\d+", "R", re.sub(r"^@!?U?P\w+\s+", "", t)) for _, t, _ in body]
     open(path + ".inner", "w").write("\n".join(ops) + "\n")
