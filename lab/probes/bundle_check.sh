@@ -9,8 +9,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-B=/tmp/bundle; rm -rf "$B"; mkdir -p "$B"; tar -xJf .carry/final.tar.xz -C "$B"
 source lab/probes/carry.sh
+B=$(carry_unpack .carry/final.tar.xz bundle)
 carry_fa3
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv
 echo "== 1. k3 tests ($(cat $B/k3/COMMIT))"

@@ -6,6 +6,8 @@
 #   carry_tests CARRY LOG NAME:LIMIT...   there: each test binary under its time limit, its totals
 #                                         and failed tests echoed, its whole log appended to LOG
 #   carry_header CARRY, carry_fa3         there: the log's first lines; FA3 from .whl/ into /tmp/site
+#   carry_unpack ARCHIVE NAME             there: a tar.xz of several builds into a fresh /tmp/NAME
+#                                         (printed)
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2
@@ -60,4 +62,8 @@ carry_header() {
 carry_fa3() {
   source scripts/gpu/fa3.sh
   install_fa3
+}
+carry_unpack() {
+  local dir=/tmp/$2
+  rm -rf "$dir" && mkdir -p "$dir" && tar -xJf "$1" -C "$dir" && echo "$dir"
 }

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs HERE (no GPU): compiles the default kernel (E4M3 P, one-level, 192-key blocks, l from the
 # tensor core) from two source trees and compares their SASS: the whole kernel's instruction
-# count, and the instructions of every loop of >= 200 (tools/sass/loops.py: the steady-state key
-# loop). Used to show that a change confined to the epilogue leaves the key loop unchanged.
-#   [CUOBJDUMP=path] tools/sass/default_kernel_diff.sh BASE_COMMIT > results/<name>.txt   (new: the working tree)
+# count, and the instructions of every loop of >= 200 (lab/sass/loops.py: the steady-state key
+# loop). Used to show that a change confined to the epilogue leaves the key loop unchanged
+# (results/sass-default-kernel-rel.txt). It names the kernel by the Config of 2026-11-30
+# (kVariantTcRowSum), which no longer exists: for today's builds, lab/tools/sass_compare.py
+# compares every kernel of two libraries byte for byte.
+#   [CUOBJDUMP=path] lab/sass/default_kernel_diff.sh BASE_COMMIT > results/<name>.txt   (new: the working tree)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEW=$PWD
@@ -73,10 +76,10 @@ for j in range(k):
 PY
 strip() { sed -E 's@/\*[0-9a-f]{4,}\*/@@; s@/\* 0x[0-9a-f]+ \*/@@; s@0x[0-9a-f]+@ADDR@g' "$1"; }
 for side in BASE NEW; do
-  echo "--- $side loops"; python3 "$NEW/tools/sass/loops.py" "$TMP/$side.sass" --min 200
+  echo "--- $side loops"; python3 "$NEW/lab/sass/loops.py" "$TMP/$side.sass" --min 200
 done
-if diff <(python3 "$NEW/tools/sass/loops.py" "$TMP/BASE.sass" --min 200) \
-        <(python3 "$NEW/tools/sass/loops.py" "$TMP/NEW.sass" --min 200 ) > /dev/null; then
+if diff <(python3 "$NEW/lab/sass/loops.py" "$TMP/BASE.sass" --min 200) \
+        <(python3 "$NEW/lab/sass/loops.py" "$TMP/NEW.sass" --min 200 ) > /dev/null; then
   echo "loops: identical opcode histograms"
 else
   echo "loops: DIFFER"

@@ -13,7 +13,7 @@ lanes() { sed -n "s/^inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$tmp/src/qua
 echo "# lanes: rows $(lanes kRowLanes), stats $(lanes kStatsLanes)"
 for f in kv_stats quantize_q quantize_kv; do
   prepass_sass "$tmp" "$f"
-  python3 - "$tmp/$f.sass" "$tmp/$f.ptxas" "$tmp/tools/sass/loops.py" <<'PY'
+  python3 - "$tmp/$f.sass" "$tmp/$f.ptxas" "$PWD/lab/sass/loops.py" <<'PY'
 import re, subprocess, sys
 sass, ptxas, loops = sys.argv[1:4]
 res = {}

@@ -1,8 +1,10 @@
 # Sourced by lab/sass/prepass_counts.sh and prepass_loads.sh (run from the repo root): the
 # pre-pass sources of a revision in a temporary tree, and one of its kernel files compiled to
 # sm_90a SASS beside ptxas' report.
-# cuobjdump: the one tools/compiler_report/report.py fetches from PyPI's triton wheel into .cache/.
+# cuobjdump: CUOBJDUMP, else the one tools/compiler_report/report.py fetches from PyPI's triton
+# wheel into .cache/, else the one on PATH.
 CUOBJDUMP=${CUOBJDUMP:-$PWD/.cache/triton-bin/triton/backends/nvidia/bin/cuobjdump}
+[[ -x "$CUOBJDUMP" ]] || CUOBJDUMP=$(command -v cuobjdump || echo cuobjdump)
 
 # prepass_tree REV DIR PATH...: PATHs of git revision REV (the working tree if REV is empty) into DIR.
 prepass_tree() {

@@ -6,7 +6,9 @@
 #                                           rounded P)
 #   .carry/variants/o8s0-l32/libfp8attn.so  the same with lab/study-fastmode/variant-l-fp32.patch
 #                                           (l from the FP32 p: kTcRowSum off, FA3's numerics)
-# The patch is applied for the second build and reverted on exit, whatever happens.
+#   .carry/variants/o8s0-l32-224/...        the same in 224-key blocks, FA3 FP8's tile
+#                                           (variant-l-fp32-block224.patch)
+# Each patch is applied for its build and reverted on exit, whatever happens.
 #   lab/study-fastmode/stage_variants.sh [BUILD_ROOT]   (default build-variants/)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,4 +35,8 @@ build o8s0
 git apply "$patch"
 trap 'git apply -R "$patch"' EXIT
 build o8s0-l32 "$patch"
+git apply -R "$patch"
+patch=lab/study-fastmode/variant-l-fp32-block224.patch
+git apply "$patch"
+build o8s0-l32-224 "$patch"
 du -sh .carry/variants

@@ -1,6 +1,6 @@
 // Which thread holds which value in the pre-pass kernels: plain index arithmetic, shared by the
-// kernels and by tests/cpu/test_prepass_gpu_order.cc, which replays it on the CPU against the
-// mirror (model/prepass.cc) and the header's V^T layout.
+// kernels and by the CPU replays: tests/cpu/test_prepass_gpu_order.cc against the mirror
+// (model/prepass.cc), tests/cpu/test_prepass_vt_layout.cc against the header's V^T layout.
 #pragma once
 
 #if defined(__CUDACC__)

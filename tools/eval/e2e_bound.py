@@ -9,7 +9,19 @@ the pre-pass's measured bandwidth, and with each input read once (the useful byt
 end-to-end ratio against the kernel on the pre-pass's outputs and against the kernel-only record
 (`fp8attn`, the harness's random E4M3 inputs), and the kernel's time inside the end-to-end call
 (end-to-end minus the pre-pass's median) beside the kernel's alone on the same data.
-Usage: python3 tools/eval/e2e_bound.py results/<file>.json [--out results/e2e-bound-<commit>.txt]"""
+
+Against FA3 BF16 (issue 17), for every sweep row with an `fp8attn` record paired head to head with
+`fa3_bf16`: the kernel's ratio to FA3 BF16 times the best a separate pre-pass allows, each input
+read once and each output written once (useful bytes, from the shape) at the device-to-device
+copy bandwidth, i.e. the highest "BF16 in" ratio to FA3 BF16 that any pre-pass run before this
+kernel could reach. The copy bandwidth is the median of the `prepass` records' `copy_gbps`, of
+this file or of --copy-from (a file whose run measured it). And the same for the rotary pair
+(issue 17's in-model comparison: our rope + quantize pass in place of the model's BF16 rotary
+kernel, against that rotary kernel + FA3 BF16), both passes at copy speed on their useful bytes.
+Beside them, what the pre-pass took inside the measured end-to-end call (its median minus the
+kernel's, both paired with FA3 BF16) and the bandwidth that is on the useful bytes.
+Usage: python3 tools/eval/e2e_bound.py results/<file>.json [--copy-from results/<f>.json]
+           [--out results/e2e-bound-<commit>.txt]"""
 import argparse
 import datetime
 import json
@@ -20,6 +32,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
     ap.add_argument("--out")
+    ap.add_argument("--copy-from")
     a = ap.parse_args()
     d = json.loads(pathlib.Path(a.results).read_text())
     out = [f"# end-to-end bound from {a.results} (commit {d['commit']}, {d.get('gpu_name', d['gpu'])}, {d['date']})",
@@ -50,10 +63,59 @@ def main():
                        f"{copy:.0f} {gbps:.0f} | {r_moved:.3f} | {r_useful:.3f} | {r_meas:.3f} | "
                        f"{(e / k) if e else float('nan'):.3f} | {(e / ko) if e and ko else float('nan'):.3f} | "
                        f"{inside * 1e3:.3f}")
+    out += vs_fa3_bf16(d, a)
     text = "\n".join(out) + "\n"
     if a.out:
         pathlib.Path(a.out).write_text(text)
     print(text, end="")
+
+
+def useful_bytes(b, sq, sk, h, h_kv, d=128):
+    """BF16 Q, K, V read once; E4M3 Q, K, V^T written once (scales left out: < 1%)."""
+    return 2 * b * sq * h * d + 2 * 2 * b * sk * h_kv * d + b * sq * h * d + 2 * b * sk * h_kv * d
+
+
+def rotary_bytes(b, sq, sk, h, h_kv, d=128):
+    """A BF16 rotary kernel: Q and K read and written once in BF16."""
+    return 4 * b * sq * h * d + 4 * b * sk * h_kv * d
+
+
+def vs_fa3_bf16(d, a):
+    src = json.loads(pathlib.Path(a.copy_from).read_text()) if a.copy_from else d
+    copies = sorted(pp["copy_gbps"] for pp in src.get("prepass", []) if pp.get("copy_gbps"))
+    pairs = {}
+    for r in d.get("speed", []):
+        if r["method"] == "fp8attn" and r.get("protocol") == "head_to_head:fa3_bf16":
+            key = (r["b"], r["sq"], r["sk"], r["h"], r["h_kv"], r["causal"])
+            peer = next((x for x in d["speed"] if x["method"] == "fa3_bf16"
+                         and x.get("protocol") == "head_to_head:fp8attn"
+                         and (x["b"], x["sq"], x["sk"], x["h"], x["h_kv"], x["causal"]) == key), None)
+            if peer:
+                pairs[key] = (r, peer)
+    if not copies or not pairs:
+        return ["", "# against FA3 BF16: no copy bandwidth or no fp8attn / fa3_bf16 pairing in the inputs"]
+    copy = copies[len(copies) // 2]
+    out = ["", f"# against FA3 BF16: copy bandwidth {copy:.0f} GB/s (median of the prepass records of "
+               f"{a.copy_from or a.results}); kernel and FA3 BF16 from {a.results}",
+           "# b sq sk h h_kv causal | fp8attn / FA3 BF16 (kernel alone, head to head) | pre-pass at copy speed "
+           "(useful bytes) / kernel alone | best BF16-in / FA3 BF16 with a separate pre-pass | "
+           "best rope + quantize pair / (BF16 rotary + FA3 BF16) pair | measured: end to end - kernel, ms "
+           "(useful GB/s)"]
+    for key, (r, peer) in sorted(pairs.items()):
+        b, sq, sk, h, h_kv, causal = key
+        tk = r["ms_median"] * 1e-3
+        bound = tk / (tk + useful_bytes(b, sq, sk, h, h_kv) / (copy * 1e9))
+        ratio = r["tflops_median"] / peer["tflops_median"]
+        t_fa3 = peer["ms_median"] * 1e-3
+        pair = ((t_fa3 + rotary_bytes(b, sq, sk, h, h_kv) / (copy * 1e9))
+                / (tk + useful_bytes(b, sq, sk, h, h_kv) / (copy * 1e9)))
+        e2e = next((x for x in d["speed"] if x["method"] == "fp8attn_end_to_end"
+                    and x.get("protocol") == "head_to_head:fa3_bf16"
+                    and (x["b"], x["sq"], x["sk"], x["h"], x["h_kv"], x["causal"]) == key), None)
+        pre = e2e["ms_median"] * 1e-3 - tk if e2e else float("nan")
+        out.append(f"{b} {sq} {sk} {h} {h_kv} {int(causal)} | {ratio:.3f} | {bound:.3f} | {ratio * bound:.3f} | "
+                   f"{pair:.3f} | {pre * 1e3:.3f} ({useful_bytes(b, sq, sk, h, h_kv) / pre / 1e9:.0f})")
+    return out
 
 
 if __name__ == "__main__":

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The prepared probes of lab/README.md ("Prepared for the next GPU session"), one per call: each
+# stays under the 10-minute limit, and its carry with the tree (~30 MB tracked) and the FA3 wheel
+# (.whl, 27.6 MB) under 64 MiB. On a machine still warm from an earlier call FA3 is already in
+# /tmp/site and .whl can stay behind, which leaves room for two probes' carries in one call
+# (PART="v192 k3s"). Each probe writes into its own folder of $OUT.
+#   PART=v192   v192_check.sh (~5 min)   carry [".carry/v192", ".whl"]
+#   PART=k3s    k3s_check.sh (~2 min)    carry [".carry/k3s.tar.xz", ".whl"]
+#   PART=f14    f14_check.sh (~5 min)    carry [".carry/f14.tar.xz", ".whl"]
+#   PART=align  align_ab.sh (~1 min)     carry [".carry/align.tar.xz", ".carry/COMMIT", ".carry/fallback", ".whl"]
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/out}
+[[ -n "${PART:-}" ]] || { echo "next_gpu.sh: PART=v192, k3s, f14 or align (or several)" >&2; exit 2; }
+for part in $PART; do
+  case "$part" in
+    v192 | k3s | f14) script=lab/probes/${part}_check.sh ;;
+    align) script=lab/probes/align_ab.sh ;;
+    *) echo "next_gpu.sh: unknown part $part" >&2; exit 2 ;;
+  esac
+  mkdir -p "$OUT/$part"
+  echo "=== $part ($script) $(date -u +%T)"
+  OUT="$OUT/$part" bash "$script" 2>&1 | tee "$OUT/$part/stdout.log"
+done
