@@ -18,15 +18,16 @@ Tensor decode(const uint8_t* codes, int b, int s, int h) {
 }
 }  // namespace
 
-FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block) {
+FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block, bool vt_fp16) {
   const bool hilo = p_precision == FP8ATTN_P_E4M3_HILO;
   FlashNumerics nm;
   if (p_precision == FP8ATTN_P_FP16) {
     // FP16 P against V in FP16 (up-converted from E4M3, exact, or an FP16 V^T's values: the
-    // caller's V operand says which): one-level over 128-key blocks, the FP16
-    // wgmma accumulating in FP32 (not the FP8 accumulator model: that is for the QK^T, still
-    // FP8), l the FP32 sum of the unrounded p.
-    nm.block_n = 128;
+    // caller's V operand says which): one-level, the FP16 wgmma accumulating in FP32 (not the FP8
+    // accumulator model: that is for the QK^T, still FP8), l the FP32 sum of the unrounded p.
+    // Blocks: 192 keys from an FP16 V^T with one K descale per head (the TMA-loaded kernel's
+    // registers allow it), else 128 (the converter kernel, or a per-128-key-block K descale).
+    nm.block_n = vt_fp16 && !k_descale_per_block ? 192 : 128;
     nm.last_to_first = true;
     nm.p_format = Format::FP16;
     nm.p_hilo = false;
@@ -82,7 +83,8 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
   fi.k = &k;
   fi.v = &v;
   fi.q_scale = in.q_descale;
-  const FlashNumerics nm = kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block);
+  const FlashNumerics nm =
+      kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block, in.vt_fp16 || in.v_f16);
   // k_descale comes as (b, h_kv, ceil(sk / 128)); a per-head descale is its first entry per head,
   // laid out again for the engine's (b, h_kv, ceil(sk / block_n)).
   std::vector<float> k_scale_per_head;

@@ -53,6 +53,9 @@ struct KernelMirrorInputs {
   // per (b, h_kv). The kernel picks its tiling from it (src/api.cu): E4M3 P with per-head K
   // descales runs 192-key blocks.
   bool k_descale_per_block = true;
+  // V^T in FP16 (FP8ATTN_VT_FP16; implied by v_f16): FP16 P with per-head K descales then runs
+  // 192-key blocks. The values may still be E4M3 ones given in v.
+  bool vt_fp16 = false;
 };
 
 struct KernelMirrorOutputs {
@@ -67,11 +70,12 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
 // The kernel's numerics as FlashNumerics (for schemes that reuse them), following the kernel's
 // default dispatch (src/api.cu): E4M3 P -> one-level accumulation, l the tensor core's sum of the
 // rounded P (l_from_rounded_p), 192-key blocks (128 with per-block K descales); hi+lo P ->
-// two-level accumulation over 128-key blocks, l from the FP32 p; FP16 P -> one-level over
-// 128-key blocks, P rounded to FP16, the P V product accumulated in FP32 whatever `acc` says
-// (the FP16 wgmma), l from the FP32 p.
+// two-level accumulation over 128-key blocks, l from the FP32 p; FP16 P -> one-level, P rounded
+// to FP16, the P V product accumulated in FP32 whatever `acc` says (the FP16 wgmma), l from the
+// FP32 p, over 192-key blocks from an FP16 V^T (vt_fp16) with per-head K descales, else 128.
 FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
-                              Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true);
+                              Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true,
+                              bool vt_fp16 = false);
 
 // V^T as the pre-pass writes it, (b, h_kv, 128, vt_seqlen_pad) with keys permuted within groups
 // of 32 (fp8attn_vt_key_at), back to V (b, sk, h_kv, 128).

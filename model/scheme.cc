@@ -138,13 +138,15 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
     }});
     v.push_back({"fp8attn-accurate", [=] {
       // The library's accurate mode end to end: the default pre-pass writing V^T in FP16
-      // (FP8ATTN_VT_FP16: V never rounded to E4M3), P in FP16 (FP8ATTN_P_FP16: 128-key blocks,
-      // the P V product accumulated in FP32).
+      // (FP8ATTN_VT_FP16: V never rounded to E4M3), P in FP16 (FP8ATTN_P_FP16: with per-head K
+      // descales 192-key blocks, the P V product accumulated in FP32).
       Scheme s = kernel("fp8attn-accurate", "fp8attn-default's pre-pass with V^T in FP16 and P in "
                         "FP16 (FP8ATTN_P_FP16 + FP8ATTN_VT_FP16, the accurate mode)",
                         FP8ATTN_P_FP16, true);
       s.prepass_k_head = true;
       s.prepass_v_fp16 = true;
+      s.numerics = kernel_numerics(FP8ATTN_P_FP16, Accumulator::kFP32, /*k_descale_per_block=*/false,
+                                   /*vt_fp16=*/true);
       s.hadamard_seed = kLibraryHadamardSeed;
       return s;
     }});

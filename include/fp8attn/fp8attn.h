@@ -31,7 +31,8 @@ typedef enum fp8attn_p_precision {
   FP8ATTN_P_E4M3 = 0,
   // P = hi + lo, two E4M3 terms, two FP8 PV wgmmas; two-level accumulation, 128-key blocks.
   FP8ATTN_P_E4M3_HILO = 1,
-  // P in FP16 (11 significant bits), one FP16 PV wgmma (FP32 accumulation); 128-key blocks.
+  // P in FP16 (11 significant bits), one FP16 PV wgmma (FP32 accumulation); 192-key blocks
+  // from an FP16 V^T with one K descale per head, else 128.
   // V in FP16: loaded as such from an FP16 V^T (FP8ATTN_VT_FP16, the fast form), or up-converted
   // from E4M3 V^T in shared memory by the kernel (FP8ATTN_VT_E4M3, for callers with E4M3 V).
   FP8ATTN_P_FP16 = 2,

@@ -16,5 +16,6 @@ def write(out_dir: str, name: str, records: list, gpu: str) -> Path:
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "records": records}
     path = Path(out_dir, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1))
     return path

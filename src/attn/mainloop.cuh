@@ -190,7 +190,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
                                        : nullptr;
     // One K descale per head (stride 0 along blocks, the 192-key kernel's case): the products
     // are formed once per tile instead of a load per block.
-    const bool kd_per_block = kd_base && p.kd_stride_blk != 0;
+    const bool kd_per_block = !Cfg::kKScaleHeadOnly && kd_base && p.kd_stride_blk != 0;
     float head_scale[2];
     const float kd_head = kd_base ? __ldg(kd_base) : 1.f;
     // q_scale: from the loaded descale to softmax_scale_log2 * descale; head_scale: that times the

@@ -23,8 +23,12 @@ enum class KernelId : int {
   // O 64 + P 32), V converted to FP16 in shared memory by three producer-warpgroup warps.
   kFP16Block128,
   // FP16 P from FP16 V^T: the same product, V loaded by the TMA in the wgmma's layout: no
-  // converter warps, so the consumers get 240 registers and the producer 24.
+  // converter warps, so the consumers get 240 registers and the producer 24. 128-key blocks for a
+  // per-block K descale (one per FP8ATTN_K_SCALE_BLOCK keys) ...
   kFP16VtBlock128,
+  // ... 192-key blocks for one K descale per head (what the end-to-end call's pre-pass writes):
+  // S 96 + O 64 + P 48 registers, per-block costs spread over 1.5x the keys.
+  kFP16VtBlock192,
   kInvalid,
 };
 
@@ -46,8 +50,10 @@ constexpr bool short_tiles(const fp8attn_fwd_params& p) {
 // kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()
 // rejects them first).
 constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
-  if (p.vt_dtype == FP8ATTN_VT_FP16)
-    return p.p_precision == FP8ATTN_P_FP16 ? KernelId::kFP16VtBlock128 : KernelId::kInvalid;
+  if (p.vt_dtype == FP8ATTN_VT_FP16) {
+    if (p.p_precision != FP8ATTN_P_FP16) return KernelId::kInvalid;
+    return k_scale_per_block(p) ? KernelId::kFP16VtBlock128 : KernelId::kFP16VtBlock192;
+  }
   if (p.vt_dtype != FP8ATTN_VT_E4M3) return KernelId::kInvalid;
   switch (p.p_precision) {
     case FP8ATTN_P_E4M3:
@@ -67,6 +73,7 @@ constexpr const char* kernel_name(KernelId id) {
     case KernelId::kE4M3HiLoTwoLevel: return "e4m3_hilo_two_level";
     case KernelId::kFP16Block128: return "fp16_block128";
     case KernelId::kFP16VtBlock128: return "fp16_vt_block128";
+    case KernelId::kFP16VtBlock192: return "fp16_vt_block192";
     default: return "invalid";
   }
 }

@@ -129,11 +129,15 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
     EXPECT_EQ(select_kernel(p), KernelId::kFP16Block128);
     p.kd_stride_blk = 1 + rng() % 7;
     EXPECT_EQ(select_kernel(p), KernelId::kFP16Block128);
-    // FP16 V^T: the TMA-loaded kernel, whatever the K descale; with any E4M3 P, none.
+    // FP16 V^T: the TMA-loaded kernel, 128-key blocks for a per-block K descale, 192 for one
+    // per head; with any E4M3 P, none.
     p.vt_dtype = FP8ATTN_VT_FP16;
     EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock128);
     p.kd_stride_blk = 0;
-    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock128);
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192);
+    p.k_descale = nullptr;  // no K descale: one (of 1) per head
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192);
+    p.k_descale = kd;
     p.p_precision = rng() % 2 ? FP8ATTN_P_E4M3 : FP8ATTN_P_E4M3_HILO;
     EXPECT_EQ(select_kernel(p), KernelId::kInvalid);
     p.vt_dtype = 2 + static_cast<int>(rng() % 100);

@@ -143,7 +143,9 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
     const KernelId e4m3 = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kE4M3Block128
                           : fp8attn::attn::short_tiles(p)            ? KernelId::kE4M3Block192TmaStore
                                                                      : KernelId::kE4M3Block192;
-    EXPECT_EQ(select_kernel(p), k.vt_dtype == FP8ATTN_VT_FP16 ? KernelId::kFP16VtBlock128 : e4m3);
+    const KernelId fp16_vt = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kFP16VtBlock128
+                                                                       : KernelId::kFP16VtBlock192;
+    EXPECT_EQ(select_kernel(p), k.vt_dtype == FP8ATTN_VT_FP16 ? fp16_vt : e4m3);
     if (testing::Test::HasFailure()) break;
   }
 }

@@ -380,6 +380,7 @@ Output model_mirror(const Problem& p) {
   in.o_bias = p.o_bias.empty() ? nullptr : p.o_bias.data();
   in.softmax_scale = p.softmax_scale, in.causal = p.s.causal, in.p_precision = p.s.p_precision;
   in.k_descale_per_block = !p.s.k_head;
+  in.vt_fp16 = p.s.vt_fp16;
   const model::KernelMirrorOutputs m = model::kernel_mirror_forward(in);
   return Output{m.o_bf16, m.lse};
 #else

@@ -57,7 +57,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // FP16 V^T (the TMA-loaded kernel), the same checks
                       Shape{2, 200, 300, 4, 2, true, FP8ATTN_P_FP16, false, false, false, false, true},
                       Shape{1, 257, 450, 2, 1, false, FP8ATTN_P_FP16, true, false, true, false, true},
-                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, false, true, true}),
+                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, false, true, true},
+                      // FP16 V^T with one K descale per head: its 192-key blocks
+                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, true, false, true},
+                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, true, true, true},
+                      Shape{1, 450, 450, 2, 1, false, FP8ATTN_P_FP16, false, true, true, false, true}),
     [](const auto& info) { return info.param.name(); });
 
 // ---- against exact FP64 attention -------------------------------------------------------------

@@ -59,7 +59,8 @@ struct Shape {
   // mirrors see the same scores and the same P, and differ only in how P V and l are summed.
   bool exact_scores = false;
   // FP16 P only: V^T passed in FP16 (FP8ATTN_VT_FP16, natural key order; the same E4M3 values,
-  // exact in FP16), so the FP16 V^T kernel runs instead of the converter kernel.
+  // exact in FP16), so the FP16 V^T kernel runs instead of the converter kernel (192-key blocks
+  // with k_head).
   bool vt_fp16 = false;
   std::string name() const {
     char buf[170];
@@ -97,7 +98,7 @@ struct KernelChoice {
 };
 inline KernelChoice kernel_choice(const Shape& s) {
   const model::FlashNumerics nm =
-      model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head);
+      model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head, s.vt_fp16);
   KernelChoice kc{nm.block_n, nm.two_level, nm.l_from_rounded_p};
   if (nm.p_format == model::Format::FP16)
     kc.p_u = std::ldexp(1.0, -11), kc.p_ulp = std::ldexp(1.0, -10), kc.p_sub_abs = std::ldexp(1.0, -25),
