@@ -6,7 +6,9 @@
 //   Sanitize.DefaultLongTiles: the default with long tiles (b 1, h 5, s 4096, not causal: 160
 //     tiles), the kernel that stores O from registers (attn/select.h, short_tiles)
 //   Sanitize.HiLo / Fp16 / Fp16Vt: the other precision modes at the same shape (causal), FP16 P
-//     from E4M3 V^T (converter warps) and from FP16 V^T (TMA-loaded)
+//     from E4M3 V^T (converter warps) and from FP16 V^T (TMA-loaded), K descales per 128-key block
+//   Sanitize.Fp16VtHead: FP16 V^T with one K descale per head (192-key blocks, O through the
+//     TMA: the end-to-end accurate call's kernel)
 //   Sanitize.PrePass: the end-to-end call (pre-pass with default options + kernel) at that shape
 // Each also checks its output: every O and LSE element written and finite.
 #include <cuda_runtime.h>
@@ -62,6 +64,11 @@ TEST(Sanitize, DefaultLongTiles) {
 }
 TEST(Sanitize, Fp16Vt) {
   Shape s = shape(true, FP8ATTN_P_FP16, false);
+  s.vt_fp16 = true;
+  run_kernel(s);
+}
+TEST(Sanitize, Fp16VtHead) {
+  Shape s = shape(true, FP8ATTN_P_FP16, true);
   s.vt_fp16 = true;
   run_kernel(s);
 }
