@@ -73,20 +73,8 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   for (int r = 0; r < kMaxRows; ++r) {
     const bool valid = r * kSlots + slot < n;
     float v[kValues];
-    if constexpr (kRope) {
-      decode_runs<kL, kChunks, false>(raw[r], signs, lane, v);
-      if (valid) rope_runs<kL>(rope, fp8attn_sample_key(S, r * kSlots + slot), lane, v);
-      if constexpr (kRotate) {
-#pragma unroll
-        for (int hi = 0; hi < kChunks; ++hi) {
-          uint32_t mask[4];
-          sign_masks_here<kL>(signs, lane, hi, mask);
-          flip_signs8(&v[8 * hi], mask);
-        }
-      }
-    } else {
-      decode_runs<kL, kChunks, kRotate>(raw[r], signs, lane, v);
-    }
+    decode_key_runs<kL, kChunks, kRotate, kRope>(raw[r], signs, lane, rope, valid,
+                                                 fp8attn_sample_key(S, r * kSlots + slot), v);
     if constexpr (kRotate) hadamard_lanes<kL>(v, lane);
     if (valid) {
 #pragma unroll

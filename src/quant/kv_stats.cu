@@ -113,20 +113,8 @@ __device__ __forceinline__ void group_stats(const Bf16Input& x, int b, int head,
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         float v[kValues];
-        if constexpr (kRope) {
-          decode_runs<kL, kChunks, false>(raw[u], signs, lane, v);
-          if (!kTail || s0 + t0 + u < S) rope_runs<kL>(rope, s0 + t0 + u, lane, v);
-          if constexpr (kRotate) {
-#pragma unroll
-            for (int hi = 0; hi < kChunks; ++hi) {
-              uint32_t mask[4];
-              sign_masks_here<kL>(signs, lane, hi, mask);
-              flip_signs8(&v[8 * hi], mask);
-            }
-          }
-        } else {
-          decode_runs<kL, kChunks, kRotate>(raw[u], signs, lane, v);
-        }
+        decode_key_runs<kL, kChunks, kRotate, kRope>(raw[u], signs, lane, rope,
+                                                     !kTail || s0 + t0 + u < S, s0 + t0 + u, v);
         if (t0 + kInFlight < kChunk) load(t0 + kInFlight + u, u);
         if constexpr (kRotate) {
           hadamard_in_runs(v);

@@ -52,4 +52,27 @@ __device__ __forceinline__ void flip_signs8(float* x, const uint32_t* mask) {
   }
 }
 
+// One key's runs as the statistics pass and the sample read them: with kRope, decoded, rotated by
+// table row s when the key exists (`valid`; the rope acts on the unsigned values), then given the
+// Hadamard's sign flips (kRotate); without kRope, decode_runs with the flips in the decode.
+template <int L, int kChunks, bool kRotate, bool kRope>
+__device__ __forceinline__ void decode_key_runs(const uint4 (&raw)[kChunks], const SignTable<L>& signs,
+                                                int lane, const RopeRows& rope, bool valid, int s,
+                                                float (&v)[RowLanes<L>::kValues]) {
+  if constexpr (kRope) {
+    decode_runs<L, kChunks, false>(raw, signs, lane, v);
+    if (valid) rope_runs<L>(rope, s, lane, v);
+    if constexpr (kRotate) {
+#pragma unroll
+      for (int hi = 0; hi < kChunks; ++hi) {
+        uint32_t mask[4];
+        sign_masks_here<L>(signs, lane, hi, mask);
+        flip_signs8(&v[8 * hi], mask);
+      }
+    }
+  } else {
+    decode_runs<L, kChunks, kRotate>(raw, signs, lane, v);
+  }
+}
+
 }  // namespace fp8attn::quant
