@@ -32,8 +32,10 @@ struct Config {
   // converter warps and no E4M3 V ring.
   static constexpr VtType kVt = kVt_;
   // The epilogue's O through a per-warpgroup shared-memory buffer (stmatrix) and TMA stores
-  // instead of 32 scattered BF16 stores per thread: cheaper per tile, so it pays where tiles are
-  // short (select.h); 32 KiB more shared memory, and measured slower on long tiles.
+  // instead of 32 scattered BF16 stores per thread: cheaper per tile, so the E4M3 kernel takes it
+  // where tiles are short (select.h; 32 KiB more shared memory, measured slower on its long
+  // tiles); the 192-key FP16 V^T kernel at every length (measured faster there). These
+  // configurations also take the KV head from the producer (SharedStorage::tile_kv_head).
   static constexpr bool kTmaStoreO = kTmaStoreO_;
   static constexpr bool kVtF16 = kVt == VtType::kFP16;
   // One K descale per head only: select.h never sends a per-block K descale (one per

@@ -38,9 +38,10 @@ struct alignas(1024) SharedStorage {
   // The producer tells the consumers which tile comes next (a ring of two slots).
   Tile tile[2];  // m_block = -1: no more tiles
   uint64_t tile_full[2], tile_empty[2];
-  // The short-tile configuration (kTmaStoreO): each slot's KV head, divided once by the producer
-  // (its consumers' two divisions per tile are a visible share of a short tile). Last, so that
-  // the long-tile kernel's layout, and code, stay as they were.
+  // The TMA-store configurations (kTmaStoreO: the E4M3 kernel's short tiles, the 192-key FP16 V^T
+  // kernel): each slot's KV head, divided once by the producer (the consumers' two divisions
+  // per tile are a visible share of a short tile). Last, so that the other kernels' layout, and
+  // code, stay as they were.
   int tile_kv_head[Cfg::kTmaStoreO ? 2 : 1];
 };
 
