@@ -125,39 +125,38 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
       return kernel("fp8attn-kernel-rot", "fp8attn-kernel with the pre-pass Hadamard on Q, K",
                     FP8ATTN_P_E4M3, true);
     }});
+    // The library's default pre-pass (K descaled per head, its Hadamard seed) writing V^T in FP16
+    // or E4M3, with the numerics of the kernel the dispatch picks for those inputs
+    // (kernel_numerics with one K descale per head).
+    auto library = [=](const std::string& name, const std::string& desc, int p_precision,
+                       bool vt_fp16) {
+      Scheme s = kernel(name, desc, p_precision, true);
+      s.prepass_k_head = true;
+      s.prepass_v_fp16 = vt_fp16;
+      s.hadamard_seed = kLibraryHadamardSeed;
+      s.numerics = kernel_numerics(p_precision, Accumulator::kFP32, /*k_descale_per_block=*/false, vt_fp16);
+      return s;
+    };
     v.push_back({"fp8attn-default", [=] {
       // What the library does with default options (fp8attn_quant_options_init): smooth K and V,
       // Hadamard on Q and K, K descaled per (batch, KV head), so the kernel runs 192-key blocks.
-      Scheme s = kernel("fp8attn-default", "the library's defaults: pre-pass with smoothing, Hadamard "
-                        "on Q, K and per-head K descales + the kernel's numerics (192-key blocks)",
-                        FP8ATTN_P_E4M3, true);
-      s.prepass_k_head = true;
-      s.hadamard_seed = kLibraryHadamardSeed;
-      if (!s.numerics.two_level) s.numerics.block_n = 192;
-      return s;
+      return library("fp8attn-default", "the library's defaults: pre-pass with smoothing, Hadamard "
+                     "on Q, K and per-head K descales + the kernel's numerics (192-key blocks)",
+                     FP8ATTN_P_E4M3, false);
     }});
     v.push_back({"fp8attn-accurate", [=] {
       // The library's accurate mode end to end: the default pre-pass writing V^T in FP16
       // (FP8ATTN_VT_FP16: V never rounded to E4M3), P in FP16 (FP8ATTN_P_FP16: with per-head K
       // descales 192-key blocks, the P V product accumulated in FP32).
-      Scheme s = kernel("fp8attn-accurate", "fp8attn-default's pre-pass with V^T in FP16 and P in "
-                        "FP16 (FP8ATTN_P_FP16 + FP8ATTN_VT_FP16, the accurate mode)",
-                        FP8ATTN_P_FP16, true);
-      s.prepass_k_head = true;
-      s.prepass_v_fp16 = true;
-      s.numerics = kernel_numerics(FP8ATTN_P_FP16, Accumulator::kFP32, /*k_descale_per_block=*/false,
-                                   /*vt_fp16=*/true);
-      s.hadamard_seed = kLibraryHadamardSeed;
-      return s;
+      return library("fp8attn-accurate", "fp8attn-default's pre-pass with V^T in FP16 and P in "
+                     "FP16 (FP8ATTN_P_FP16 + FP8ATTN_VT_FP16, the accurate mode)",
+                     FP8ATTN_P_FP16, true);
     }});
     v.push_back({"fp8attn-accurate-e4m3v", [=] {
       // FP16 P from an E4M3 V^T (a caller's E4M3 KV cache): V rounded to E4M3, converted to FP16
-      // in the kernel (exact).
-      Scheme s = kernel("fp8attn-accurate-e4m3v", "fp8attn-accurate with V^T in E4M3 (the "
-                        "kernel converts it to FP16)", FP8ATTN_P_FP16, true);
-      s.prepass_k_head = true;
-      s.hadamard_seed = kLibraryHadamardSeed;
-      return s;
+      // in the kernel (exact; the converter kernel's 128-key blocks).
+      return library("fp8attn-accurate-e4m3v", "fp8attn-accurate with V^T in E4M3 (the "
+                     "kernel converts it to FP16)", FP8ATTN_P_FP16, false);
     }});
     v.push_back({"sage2-like", [=] {
       FlashNumerics nm;
