@@ -84,15 +84,13 @@ def rotary_bytes(b, sq, sk, h, h_kv, d=128):
 def vs_fa3_bf16(d, a):
     src = json.loads(pathlib.Path(a.copy_from).read_text()) if a.copy_from else d
     copies = sorted(pp["copy_gbps"] for pp in src.get("prepass", []) if pp.get("copy_gbps"))
+    shape = lambda x: (x["b"], x["sq"], x["sk"], x["h"], x["h_kv"], x["causal"])  # noqa: E731
+    rec = {(x["method"], x.get("protocol"), shape(x)): x for x in d.get("speed", [])}
     pairs = {}
-    for r in d.get("speed", []):
-        if r["method"] == "fp8attn" and r.get("protocol") == "head_to_head:fa3_bf16":
-            key = (r["b"], r["sq"], r["sk"], r["h"], r["h_kv"], r["causal"])
-            peer = next((x for x in d["speed"] if x["method"] == "fa3_bf16"
-                         and x.get("protocol") == "head_to_head:fp8attn"
-                         and (x["b"], x["sq"], x["sk"], x["h"], x["h_kv"], x["causal"]) == key), None)
-            if peer:
-                pairs[key] = (r, peer)
+    for (method, protocol, key), r in rec.items():
+        peer = rec.get(("fa3_bf16", "head_to_head:fp8attn", key))
+        if method == "fp8attn" and protocol == "head_to_head:fa3_bf16" and peer:
+            pairs[key] = (r, peer)
     if not copies or not pairs:
         return ["", "# against FA3 BF16: no copy bandwidth or no fp8attn / fa3_bf16 pairing in the inputs"]
     copy = copies[len(copies) // 2]
@@ -104,18 +102,16 @@ def vs_fa3_bf16(d, a):
            "(useful GB/s)"]
     for key, (r, peer) in sorted(pairs.items()):
         b, sq, sk, h, h_kv, causal = key
-        tk = r["ms_median"] * 1e-3
-        bound = tk / (tk + useful_bytes(b, sq, sk, h, h_kv) / (copy * 1e9))
+        tk, t_fa3 = r["ms_median"] * 1e-3, peer["ms_median"] * 1e-3
+        useful = useful_bytes(b, sq, sk, h, h_kv)
+        t_pass = useful / (copy * 1e9)  # the pre-pass at copy speed
+        bound = tk / (tk + t_pass)
         ratio = r["tflops_median"] / peer["tflops_median"]
-        t_fa3 = peer["ms_median"] * 1e-3
-        pair = ((t_fa3 + rotary_bytes(b, sq, sk, h, h_kv) / (copy * 1e9))
-                / (tk + useful_bytes(b, sq, sk, h, h_kv) / (copy * 1e9)))
-        e2e = next((x for x in d["speed"] if x["method"] == "fp8attn_end_to_end"
-                    and x.get("protocol") == "head_to_head:fa3_bf16"
-                    and (x["b"], x["sq"], x["sk"], x["h"], x["h_kv"], x["causal"]) == key), None)
+        pair = (t_fa3 + rotary_bytes(b, sq, sk, h, h_kv) / (copy * 1e9)) / (tk + t_pass)
+        e2e = rec.get(("fp8attn_end_to_end", "head_to_head:fa3_bf16", key))
         pre = e2e["ms_median"] * 1e-3 - tk if e2e else float("nan")
         out.append(f"{b} {sq} {sk} {h} {h_kv} {int(causal)} | {ratio:.3f} | {bound:.3f} | {ratio * bound:.3f} | "
-                   f"{pair:.3f} | {pre * 1e3:.3f} ({useful_bytes(b, sq, sk, h, h_kv) / pre / 1e9:.0f})")
+                   f"{pair:.3f} | {pre * 1e3:.3f} ({useful / pre / 1e9:.0f})")
     return out
 
 
