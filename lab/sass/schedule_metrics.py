@@ -10,7 +10,8 @@ The loop is lab/sass/inner_loop.py's (the smallest backward-branch loop holding 
 hot path is the instructions one unmasked key block executes: from the loop's start, falling
 through every conditional forward branch except one that skips a masked region (>= 16 FSEL and
 >= 16 ISETP: the causal diagonal's masking), taking unconditional forward branches, never taking
-branches out of the loop (barrier retries, BRA.DIV). Every metric below is over the hot path,
+branches out of the loop (barrier retries, BRA.DIV). The O rescale (64 FMULs the loop skips when no
+row max grew) is on the hot path. Every metric below is over the hot path,
 positions are hot-path indices, "cycles" are sums of the control codes' stall counts (bits 41-44 of
 the high word; a lower bound on issue cycles, not a latency model).
   n_loop     instructions in the loop (every path); n_hot: on the hot path
@@ -22,7 +23,9 @@ the high word; a lower bound on issue cycles, not a latency model).
   m2t3/m2t2/m4t2  instructions (ALU opcodes: FFMA FMUL FADD FMNMX FSEL FSETP F2FP MUFU IMAD IADD3
              LOP3 ISETP PRMT SHF LEA SEL VIADD MOV) whose distinct unserved source registers put
              >= T in one bank, bank = register mod M: (M, T) = (2, 3), (2, 2), (4, 2). Per class in
-             the second table.
+             the second table. m2t2x / m4t2x: the extra same-bank reads (sum over banks of
+             count - T + 1), i.e. the cycles those conflicts would cost at one read per bank per cycle
+  imad_mov   IMAD.MOV instructions (moves the compiler put on the FMA pipe)
   exp_ffma   FFMAs whose result the next reader is a MUFU.EX2 (the exp arguments s*scale + bias);
              exp_reused: of those, with at least one source served by the reuse cache
   f2m_i/f2m_c  mean distance from each exp FFMA to its MUFU.EX2 in instructions / cycles; min in
@@ -32,7 +35,10 @@ the high word; a lower bound on issue cycles, not a latency model).
   sync/arv   position of the first BAR.SYNC (the warpgroup's turn starts: it waits for the other's
              BAR.ARV) and of the first BAR.ARV after it (the turn ends); turn_i / turn_c: the
              instructions / cycles from one to the other (the other warpgroup waits this long)
+  off_c      stall - turn_c: the cycles of the hot path outside the turn (softmax and exp stream)
+  qk / pv    position of the first QK^T wgmma (QGMMA 64x192/224) and of the first P V wgmma (64x128)
   depbar     positions of WARPGROUP.DEPBAR (the waits on wgmma completion)
+  arrive     positions of SYNCS.ARRIVE (a K or V buffer handed back to the producer)
 Speed: from kernel_ab.py files (head to head with FA3 FP8 in one process), the build's ratio to
 FA3 FP8 over the base library's ratio in the same file, geometric mean over repeated pairs, at
 b4 s4096 and b2 s8192 (h 32/32), non-causal (nc) and causal (c); mean: their geometric mean.
@@ -54,6 +60,7 @@ ALU = ("FFMA", "FMUL", "FADD", "FMNMX", "FSEL", "FSETP", "F2FP", "MUFU", "IMAD",
 CLASSES = ("FFMA", "FMUL", "FADD", "FMNMX", "F2FP", "MUFU")
 MODELS = (("m2t3", 2, 3), ("m2t2", 2, 2), ("m4t2", 4, 2))
 REG = re.compile(r"^[-!|~]*R(\d+)((?:\.\w+)*)\|?$")
+NOISE = 0.005
 SPEED_CELLS = ((4096, False, "4k nc"), (4096, True, "4k c"), (8192, False, "8k nc"), (8192, True, "8k c"))
 
 
@@ -120,7 +127,7 @@ def metrics(body):
     m["reads"] = 0
     per_class = {c: {k: 0 for k, _, _ in MODELS} for c in CLASSES + ("other",)}
     for k, _, _ in MODELS:
-        m[k] = 0
+        m[k] = m[k + "x"] = 0
     for i, (op, _, _, srcs) in enumerate(dec):
         if not op.startswith(ALU):
             continue
@@ -132,6 +139,7 @@ def metrics(body):
             if max(banks, default=0) >= thr:
                 m[k] += 1
                 per_class[cls][k] += 1
+            m[k + "x"] += sum(max(0, c - thr + 1) for c in banks)
     # the exp stream: MUFU.EX2 whose source's last writer is an FFMA
     pairs = []
     for p, (op, _, dest, srcs) in enumerate(dec):
@@ -164,7 +172,12 @@ def metrics(body):
     m["sync"], m["arv"] = sync, arv
     m["turn_i"] = arv - sync - 1 if arv is not None else "-"
     m["turn_c"] = cyc(sync, arv) if arv is not None else "-"
+    m["off_c"] = m["stall"] - m["turn_c"] if arv is not None else "-"
     m["depbar"] = ",".join(str(i) for i, o in enumerate(ops) if o.startswith("WARPGROUP.DEPBAR"))
+    m["arrive"] = ",".join(str(i) for i, o in enumerate(ops) if o.startswith("SYNCS.ARRIVE"))
+    m["qk"] = next((i for i, o in enumerate(ops) if re.match(r"QGMMA\.64x(192|224)", o)), "-")
+    m["pv"] = next((i for i, o in enumerate(ops) if re.match(r"[QH]GMMA\.64x128x", o)), "-")
+    m["imad_mov"] = sum(o.startswith("IMAD.MOV") for o in ops)
     return m, per_class
 
 
@@ -256,30 +269,49 @@ def main():
     speed_cols = ["tag", "group"] + [c[2] for c in SPEED_CELLS] + ["mean"]
     cols1 = ["tag", "n_loop", "n_hot", "stall", "waits", "yields", "reuse", "reads", "m2t3", "m2t2", "m4t2",
              "exp_ffma", "exp_reused"]
-    cols2 = ["tag", "f2m_i", "f2m_c", "m2u_i", "m2u_c", "ex2_span", "sync", "arv", "turn_i", "turn_c", "depbar"]
+    cols1 += ["m2t2x", "m4t2x", "imad_mov"]
+    cols2 = ["tag", "f2m_i", "f2m_c", "m2u_i", "m2u_c", "ex2_span", "sync", "arv", "turn_i", "turn_c", "off_c",
+             "qk", "pv", "depbar", "arrive"]
     out += ["", "## speed relative to the release (ratio to FA3 FP8 over the base's ratio, same file)"]
     out += table(speed_cols, rows)
     out += ["", "## hot-path metrics (docstring of lab/sass/schedule_metrics.py)"] + table(cols1, rows)
     out += [""] + table(cols2, rows)
     ccols = ["tag"] + sorted({k for c in cls_rows for k in c if k != "tag"})
     out += ["", "## bank-conflict instructions by class (class:model; zero columns left out)"] + table(ccols, cls_rows)
-    sel = [r for r in rows if r["group"] in ("same", "control") and r["mean"] != "-"]
-    out += ["", f"## Spearman rank correlation with the mean speed over {len(sel)} builds of the 192-key loop "
-            f"({', '.join(r['tag'] for r in sel)}); the release's loop appears "
-            f"{sum(1 for r in sel if r['n_loop'] == rows[0]['n_loop'] and r['stall'] == rows[0]['stall'])} times (ties)"]
-    num = [c for c in cols1[1:] + ["m2u_i", "m2u_c", "f2m_i", "f2m_c", "ex2_span", "sync", "arv", "turn_i", "turn_c"]]
-    speeds = [float(r["mean"]) for r in sel]
+    num = cols1[1:] + ["m2u_i", "m2u_c", "f2m_i", "f2m_c", "ex2_span", "sync", "arv", "turn_i", "turn_c", "off_c",
+                       "qk", "pv", "FFMA:m2t2", "FFMA:m4t2"]
+    for r, c in zip(rows, cls_rows):
+        r["FFMA:m2t2"], r["FFMA:m4t2"] = c.get("FFMA:m2t2", 0), c.get("FFMA:m4t2", 0)
+    sel_all = [r for r in rows if r["group"] in ("same", "control") and r["mean"] != "-"]
+    sel_same = [r for r in rows if r["group"] == "same" and r["mean"] != "-"]
+    out += ["", "## Spearman rank correlation of each metric with the mean speed: rho_same over the "
+            f"{len(sel_same)} builds whose loops differ ({', '.join(r['tag'] for r in sel_same)}), rho_all adding "
+            f"the {len(sel_all) - len(sel_same)} controls that have the release's loop (ties). Values listed slowest build first.",
+            "## rho > 0: a larger value goes with a faster build. C/D/T: of the pairs of those builds whose speeds differ by",
+            f"## >= {NOISE} (the release against itself moved <= 0.004), how many the metric orders as speed (larger = faster),",
+            "## against it, or ties. Suggestive only: 7 builds, and one metric in 30."]
     corr = []
     for c in num:
-        vals = [r[c] for r in sel]
-        vals = [float(v.split("/")[0]) if isinstance(v, str) and v != "-" else v for v in vals]
-        if any(v == "-" or v is None for v in vals) or len(set(vals)) < 2:
-            corr.append({"metric": c, "rho": "const", "values (slowest first)": ""})
-            continue
-        order = sorted(range(len(sel)), key=lambda i: speeds[i])
-        corr.append({"metric": c, "rho": f"{spearman(vals, speeds):+.2f}",
-                     "values (slowest first)": " ".join(f"{sel[i]['tag']}={vals[i]:g}" for i in order)})
-    out += table(["metric", "rho", "values (slowest first)"], corr)
+        row = {"metric": c}
+        for name, sel in (("rho_same", sel_same), ("rho_all", sel_all)):
+            speeds = [float(r["mean"]) for r in sel]
+            vals = [r[c] for r in sel]
+            vals = [float(v.split("/")[0]) if isinstance(v, str) and v != "-" else v for v in vals]
+            if any(v == "-" or v is None for v in vals) or len(set(vals)) < 2:
+                row[name] = "const"
+                continue
+            row[name] = f"{spearman(vals, speeds):+.2f}"
+            if name == "rho_same":
+                pairs = [(i, j) for i in range(len(sel)) for j in range(i) if abs(speeds[i] - speeds[j]) >= NOISE]
+                row["C/D/T"] = "/".join(str(sum(1 for i, j in pairs if f(i, j))) for f in (
+                    lambda i, j: (vals[i] - vals[j]) * (speeds[i] - speeds[j]) > 0,
+                    lambda i, j: (vals[i] - vals[j]) * (speeds[i] - speeds[j]) < 0,
+                    lambda i, j: vals[i] == vals[j]))
+            if name == "rho_same":
+                order = sorted(range(len(sel)), key=lambda i: speeds[i])
+                row["values (slowest first)"] = " ".join(f"{sel[i]['tag']}={vals[i]:g}" for i in order)
+        corr.append(row)
+    out += table(["metric", "rho_same", "C/D/T", "rho_all", "values (slowest first)"], corr)
     text = "\n".join(out) + "\n"
     if a.out:
         open(a.out, "w").write(text)
