@@ -16,7 +16,8 @@ positions are hot-path indices, "cycles" are sums of the control codes' stall co
 the high word; a lower bound on issue cycles, not a latency model).
   n_loop     instructions in the loop (every path); n_hot: on the hot path
   stall      sum of stall counts on the hot path; waits: instructions with a scoreboard wait mask
-             (bits 52-57); yields: yield bit (45) set
+             (bits 52-57); b45: instructions with bit 45 set (ptxas sets it on every instruction that
+             carries .reuse, and the encoding refuses .reuse without it: read as "stay on this warp")
   reuse      operands carrying .reuse; reads: register source reads (ALU opcodes, below) not served
              by the reuse cache. Model: a source in operand slot s (0 = a, 1 = b, 2 = c) is served
              when the hot path's previous instruction read the same register in slot s with .reuse.
@@ -118,7 +119,7 @@ def metrics(body):
     cyc = lambda a, b: sum(stall[a:b])  # noqa: E731
     m = {"n_loop": len(body), "n_hot": n, "stall": sum(stall),
          "waits": sum(((h >> 52) & 0x3F) != 0 for _, _, h in hot),
-         "yields": sum((h >> 45) & 1 for _, _, h in hot),
+         "b45": sum((h >> 45) & 1 for _, _, h in hot),
          "reuse": sum(r for d in dec for _, _, r in d[3])}
     served = []  # per instruction: set of (slot, reg) served by the reuse cache
     for i, (op, _, _, srcs) in enumerate(dec):
@@ -198,6 +199,8 @@ def ratios(path, method):
 def speed(root, row):
     if row["json"] == "-":
         return {c[2]: 1.0 for c in SPEED_CELLS}
+    if row["json"] == "none":
+        return {}
     path = row["json"] if os.path.isabs(row["json"]) else os.path.join(root, row["json"])
     out = {}
     for sq, causal, name in SPEED_CELLS:
@@ -267,7 +270,7 @@ def main():
         r["mean"] = f"{math.exp(sum(math.log(v) for v in sp.values()) / len(sp)):.3f}" if sp else "-"
         cls_rows.append({"tag": r["tag"], **{f"{c}:{k}": pc[c][k] for c in pc for k, _, _ in MODELS if pc[c][k]}})
     speed_cols = ["tag", "group"] + [c[2] for c in SPEED_CELLS] + ["mean"]
-    cols1 = ["tag", "n_loop", "n_hot", "stall", "waits", "yields", "reuse", "reads", "m2t3", "m2t2", "m4t2",
+    cols1 = ["tag", "n_loop", "n_hot", "stall", "waits", "b45", "reuse", "reads", "m2t3", "m2t2", "m4t2",
              "exp_ffma", "exp_reused"]
     cols1 += ["m2t2x", "m4t2x", "imad_mov"]
     cols2 = ["tag", "f2m_i", "f2m_c", "m2u_i", "m2u_c", "ex2_span", "sync", "arv", "turn_i", "turn_c", "off_c",
