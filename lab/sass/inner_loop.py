@@ -47,19 +47,24 @@ def inner_loop(ins):
     return ins[s:e + 1]
 
 
-for path in sys.argv[1:]:
-    body = inner_loop(parse(path))
-    if body is None:
-        print(f"{path}: no loop with both wgmmas")
-        continue
-    stalls = sum((h >> 41) & 0xF for _, _, h in body)
-    waits = sum(((h >> 52) & 0x3F) != 0 for _, _, h in body)
-    print(f"{path}: {len(body)} instructions from {body[0][0]:#x} (mod 128: {body[0][0] % 128}), "
-          f"stall counts {stalls}, scoreboard waits {waits}")
-    count = {k: sum(1 for _, t, _ in body if re.search(p, t)) for k, p in (
-        ("MUFU.EX2", r"MUFU\.EX2"), ("QGMMA", r"QGMMA"), ("HGMMA", r"HGMMA"), ("F2FP", r"F2FP"),
-        ("FMNMX", r"FMNMX"), ("FADD", r"\bFADD"), ("FMUL", r"\bFMUL"), ("FFMA", r"\bFFMA"),
-        ("SHFL", r"SHFL"), ("LDL/STL", r"\b(LDL|STL)"))}
-    print("  " + ", ".join(f"{k} {v}" for k, v in count.items()))
-    ops = [re.sub(r"R\d+", "R", re.sub(r"^@!?U?P\w+\s+", "", t)) for _, t, _ in body]
-    open(path + ".inner", "w").write("\n".join(ops) + "\n")
+def main(paths):
+    for path in paths:
+        body = inner_loop(parse(path))
+        if body is None:
+            print(f"{path}: no loop with both wgmmas")
+            continue
+        stalls = sum((h >> 41) & 0xF for _, _, h in body)
+        waits = sum(((h >> 52) & 0x3F) != 0 for _, _, h in body)
+        print(f"{path}: {len(body)} instructions from {body[0][0]:#x} (mod 128: {body[0][0] % 128}), "
+              f"stall counts {stalls}, scoreboard waits {waits}")
+        count = {k: sum(1 for _, t, _ in body if re.search(p, t)) for k, p in (
+            ("MUFU.EX2", r"MUFU\.EX2"), ("QGMMA", r"QGMMA"), ("HGMMA", r"HGMMA"), ("F2FP", r"F2FP"),
+            ("FMNMX", r"FMNMX"), ("FADD", r"\bFADD"), ("FMUL", r"\bFMUL"), ("FFMA", r"\bFFMA"),
+            ("SHFL", r"SHFL"), ("LDL/STL", r"\b(LDL|STL)"))}
+        print("  " + ", ".join(f"{k} {v}" for k, v in count.items()))
+        ops = [re.sub(r"R\d+", "R", re.sub(r"^@!?U?P\w+\s+", "", t)) for _, t, _ in body]
+        open(path + ".inner", "w").write("\n".join(ops) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
