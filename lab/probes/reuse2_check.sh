@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 on the GPU machine, one call (~2 minutes): does restoring the exp FFMAs' operand reuse
+# Issue 13 on the GPU machine, one call (~2 minutes; here: bash lab/probes/reuse2_stage.sh): does restoring the exp FFMAs' operand reuse
 # recover xtile v2's loss? Three libraries (.carry/reuse2.tar.xz, from helper branch sched's
 # lab/sass/reuse_stage.sh: rel = the release, v2 = lab/variants/xtile-v2.patch as measured,
 # v2_set = v2 with the release's reuse pattern on its exp FFMAs, lab/sass/reuse_patch.py), each

@@ -17,8 +17,6 @@ holding both products).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import re
 import struct
@@ -28,10 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-_argv, sys.argv = sys.argv, [sys.argv[0]]
-with contextlib.redirect_stdout(io.StringIO()):
-    import inner_loop  # noqa: E402  (its module-level loop runs over no files)
-sys.argv = _argv
+import inner_loop  # noqa: E402
 
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "/tmp/cuobj/x/nvidia/cu13/bin/cuobjdump")
 REUSE_MASK = 0xF << 58  # in the high 64-bit word

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Here (no GPU): the libraries of the reuse test, packed as .carry/reuse.tar.xz (folders holding
+# Here (no GPU): the libraries of the reuse test, packed as .carry/reuse5.tar.xz (folders holding
 # libfp8attn.so + COMMIT): rel (main 7ebdaf2's library as carried in XTILE, the lead's
 # .carry/xtile.tar.xz: rel + xtile v2 dede9c1), rel_clear and rel_clear_swap (lab/sass/reuse_patch.py:
 # the release without the exp FFMAs' reuse flags; and with xtile v2's control pattern), v2 (as
@@ -23,5 +23,5 @@ for t in rel rel_clear rel_clear_swap; do echo "$(cat "$tmp/in/rel/COMMIT") $t" 
 for t in v2 v2_set; do echo "$(cat "$tmp/in/xtile/COMMIT") $t" > "$tmp/out/$t/COMMIT"; done
 rm -f build-sched/reuse/BUILDS
 bash lab/sass/carried_sass.sh build-sched/reuse r "$tmp/out"
-tar -cJf .carry/reuse.tar.xz -C "$tmp/out" rel rel_clear rel_clear_swap v2 v2_set
-du -sh .carry/reuse.tar.xz
+tar -cJf .carry/reuse5.tar.xz -C "$tmp/out" rel rel_clear rel_clear_swap v2 v2_set
+du -sh .carry/reuse5.tar.xz
