@@ -11,6 +11,12 @@
 #   carry_patched REPO PATCH CARRY        here: REPO's HEAD with PATCH (a path inside REPO) applied
 #                                         in a temporary worktree, its library alone into CARRY
 #                                         (COMMIT names both)
+#   carry_release CARRY                   here: this tree's library alone (build-stage) into CARRY
+#   carry_begin ARCHIVE NAME LOG DIR...   there: unpack ARCHIVE (prints nothing), FA3, the header
+#                                         and each DIR's COMMIT into LOG; sets B (the unpacked
+#                                         folder) and LD_LIBRARY_PATH for DIR (the first)
+#   carry_kernel_ab ROWS DIR:TAG...       there: kernel_ab.py, the first DIR's library against the
+#                                         others, each in its own process, into $OUT
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2
@@ -81,4 +87,30 @@ carry_patched() {
   git -C "$repo" worktree remove --force "$wt"
   rm -rf "$carry/tests" "$carry/fallback"
   return $rc
+}
+carry_release() {
+  carry_stage build-stage "$1" >/dev/null
+  rm -rf "$1/tests" "$1/fallback"
+}
+carry_begin() {
+  local archive=$1 name=$2 log=$3 v
+  shift 3
+  B=$(carry_unpack "$archive" "$name")
+  carry_fa3
+  carry_header "$B/$1" | tee "$log"
+  for v in "$@"; do echo "$v: $(cat "$B/$v/COMMIT")" | tee -a "$log"; done
+  carry_env "$B/$1"
+}
+carry_kernel_ab() {
+  local rows=$1 spec libs=() tags=()
+  shift
+  for spec in "$@"; do
+    libs+=("$B/${spec%%:*}/libfp8attn.so")
+    tags+=("${spec##*:}")
+  done
+  local variants=()
+  for spec in "${libs[@]:1}"; do variants+=(--variant-lib "$spec"); done
+  timeout 480 python3 lab/probes/kernel_ab.py --lib "${libs[0]}" "${variants[@]}" \
+    --variant-tags "$(IFS=,; echo "${tags[*]}")" --no-blocks --variant-rows "$rows" --runs 100 \
+    --out "$OUT" 2>&1 | grep -v "^block size"
 }

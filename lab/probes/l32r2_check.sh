@@ -8,12 +8,6 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=$(carry_unpack .carry/l32r2.tar.xz l32r2)
-carry_fa3
-carry_header "$B/l32" | tee "$OUT/l32r2-tests.log"
-for v in rel l32; do echo "$v: $(cat "$B/$v/COMMIT")" | tee -a "$OUT/l32r2-tests.log"; done
-carry_env "$B/l32"
+carry_begin .carry/l32r2.tar.xz l32r2 "$OUT/l32r2-tests.log" l32 rel
 carry_tests "$B/l32" "$OUT/l32r2-tests.log" test_attention:120 test_graphs:40 test_nonfinite:40 test_attention_args:40
-timeout 330 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
-  --variant-lib "$B/l32/libfp8attn.so" --variant-tags fp8attn_release,fp8attn_l32r2 --no-blocks \
-  --variant-rows 0,1,2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "^block size"
+carry_kernel_ab 0,1,2,3 rel:fp8attn_release l32:fp8attn_l32r2

@@ -10,8 +10,7 @@ root=$PWD
 source lab/probes/carry.sh
 tmp=$(mktemp -d)
 (cd "$L32" && carry_stage build-l32 "$tmp/l32" test_attention test_graphs test_nonfinite test_attention_args >/dev/null)
-carry_stage build-stage "$tmp/rel" >/dev/null
-rm -rf "$tmp/rel/tests" "$tmp/rel/fallback"
+carry_release "$tmp/rel"
 mkdir -p .carry
 tar -cJf "$root/.carry/l32r2.tar.xz" -C "$tmp" l32 rel
 rm -rf "$tmp"

@@ -9,12 +9,5 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=$(carry_unpack .carry/reuse2.tar.xz reuse2)
-carry_fa3
-carry_header "$B/rel" | tee "$OUT/header.log"
-for v in rel v2 v2_set; do echo "$v: $(cat "$B/$v/COMMIT")" | tee -a "$OUT/header.log"; done
-carry_env "$B/rel"
-timeout 400 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
-  --variant-lib "$B/v2/libfp8attn.so" --variant-lib "$B/v2_set/libfp8attn.so" \
-  --variant-tags fp8attn_release,fp8attn_xtile_v2,fp8attn_xtile_v2_set --no-blocks \
-  --variant-rows 2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "^block size"
+carry_begin .carry/reuse2.tar.xz reuse2 "$OUT/header.log" rel v2 v2_set
+carry_kernel_ab 2,3 rel:fp8attn_release v2:fp8attn_xtile_v2 v2_set:fp8attn_xtile_v2_set

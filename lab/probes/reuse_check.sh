@@ -8,12 +8,5 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=$(carry_unpack .carry/reuse.tar.xz reuse)
-carry_fa3
-carry_header "$B/rel" | tee "$OUT/header.log"
-for v in rel ffma loop; do echo "$v: $(cat "$B/$v/COMMIT")" | tee -a "$OUT/header.log"; done
-carry_env "$B/rel"
-timeout 480 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
-  --variant-lib "$B/ffma/libfp8attn.so" --variant-lib "$B/loop/libfp8attn.so" \
-  --variant-tags fp8attn_release,fp8attn_noreuse_ffma,fp8attn_noreuse_loop --no-blocks \
-  --variant-rows 0,1,2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "^block size"
+carry_begin .carry/reuse.tar.xz reuse "$OUT/header.log" rel ffma loop
+carry_kernel_ab 0,1,2,3 rel:fp8attn_release ffma:fp8attn_noreuse_ffma loop:fp8attn_noreuse_loop

@@ -10,13 +10,7 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=$(carry_unpack .carry/xtile.tar.xz xtile)
-carry_fa3
-carry_header "$B/xtile" | tee "$OUT/xtile-tests.log"
-for v in rel xtile; do echo "$v: $(cat "$B/$v/COMMIT")"; done
-carry_env "$B/xtile"
+carry_begin .carry/xtile.tar.xz xtile "$OUT/xtile-tests.log" xtile rel
 carry_tests "$B/xtile" "$OUT/xtile-tests.log" test_attention:120 test_graphs:40 test_nonfinite:40 \
   test_attention_args:40 test_vt_fp16:60 test_quant_attention:90
-timeout 330 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
-  --variant-lib "$B/xtile/libfp8attn.so" --variant-tags fp8attn_release,fp8attn_xtile --no-blocks \
-  --variant-rows 0,1,2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "^block size"
+carry_kernel_ab 0,1,2,3 rel:fp8attn_release xtile:fp8attn_xtile

@@ -15,8 +15,7 @@ git worktree add -q --detach "$wt" HEAD
     test_fuzz test_quant_attention test_vt_fp16 >/dev/null &&
   echo "$(git rev-parse --short=12 HEAD) + $PATCH" > "$tmp/xtile/COMMIT")
 git worktree remove --force "$wt"
-carry_stage build-stage "$tmp/rel" >/dev/null
-rm -rf "$tmp/rel/tests" "$tmp/rel/fallback"
+carry_release "$tmp/rel"
 mkdir -p .carry
 tar -cJf "$root/.carry/xtile.tar.xz" -C "$tmp" xtile rel
 rm -rf "$tmp"
