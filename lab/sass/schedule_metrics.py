@@ -56,6 +56,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from inner_loop import inner_loop, parse  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "study"))
+import ranks  # noqa: E402
+
 ALU = ("FFMA", "FMUL", "FADD", "FMNMX", "FSEL", "FSETP", "F2FP", "MUFU", "IMAD", "IADD3", "LOP3",
        "ISETP", "PRMT", "SHF", "LEA", "SEL", "VIADD", "MOV")
 CLASSES = ("FFMA", "FMUL", "FADD", "FMNMX", "F2FP", "MUFU")
@@ -216,23 +219,8 @@ def speed(root, row):
 
 
 def spearman(xs, ys):
-    def rank(v):
-        order = sorted(range(len(v)), key=lambda i: v[i])
-        r = [0.0] * len(v)
-        i = 0
-        while i < len(v):
-            j = i
-            while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                r[order[k]] = (i + j) / 2
-            i = j + 1
-        return r
-    rx, ry = rank(xs), rank(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
-    return sxy / math.sqrt(sxx * syy) if sxx and syy else float("nan")
+    r = ranks.spearman(xs, ys)
+    return float("nan") if r is None else r
 
 
 def table(cols, rows):

@@ -23,6 +23,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from ranks import spearman  # noqa: E402
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -316,26 +319,6 @@ def main():
         for x in grp:
             v = x.get(f"{hd} e2e rmse")
             x["share_of_layer_sq_error"] = (v ** 2 / tot) if (v is not None and tot > 0) else None
-    def ranks(xs):
-        order = sorted(range(len(xs)), key=lambda i: xs[i])
-        r = [0.0] * len(xs)
-        i = 0
-        while i < len(order):  # average ranks over ties
-            j = i
-            while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                r[order[k]] = (i + j) / 2
-            i = j + 1
-        return r
-
-    def spearman(a, b):
-        ra, rb = ranks(a), ranks(b)
-        ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
-        cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-        va, vb = sum((x - ma) ** 2 for x in ra), sum((y - mb) ** 2 for y in rb)
-        return cov / math.sqrt(va * vb) if va > 0 and vb > 0 else None
-
     stats = ("entropy_nats", "sink_mass", "q_amax", "k_bias_over_std", "v_amax")
     correlations = {}
     for causal in (False, True):
