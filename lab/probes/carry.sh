@@ -16,7 +16,8 @@
 #                                         and each DIR's COMMIT into LOG; sets B (the unpacked
 #                                         folder) and LD_LIBRARY_PATH for DIR (the first)
 #   carry_kernel_ab ROWS DIR:TAG...       there: kernel_ab.py, the first DIR's library against the
-#                                         others, each in its own process, into $OUT
+#                                         others, each in its own process, into $OUT (time limit
+#                                         KAB_TIMEOUT, default 480 s)
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2
@@ -110,7 +111,7 @@ carry_kernel_ab() {
   done
   local variants=()
   for spec in "${libs[@]:1}"; do variants+=(--variant-lib "$spec"); done
-  timeout 480 python3 lab/probes/kernel_ab.py --lib "${libs[0]}" "${variants[@]}" \
+  timeout "${KAB_TIMEOUT:-480}" python3 lab/probes/kernel_ab.py --lib "${libs[0]}" "${variants[@]}" \
     --variant-tags "$(IFS=,; echo "${tags[*]}")" --no-blocks --variant-rows "$rows" --runs 100 \
     --out "$OUT" 2>&1 | grep -v "^block size"
 }

@@ -9,17 +9,11 @@
 #             numerics, which the CPU study says closes the error gap (results/fastmode-study-2.md)
 #   o8s0-l32-224  the same in 224-key blocks (variant-l-fp32-block224.patch): FA3 FP8's tile too
 #   l32-224   main's offset and slack, l from the FP32 p, 224-key blocks: the tile's own effect
-# Here: bash lab/probes/f14_stage.sh. Carry [".carry/f14.tar.xz", ".whl"]. Writes $OUT/kernel_ab.json.
+# Here: bash lab/probes/f14_stage.sh. Carry [".carry/f14.tar.xz", ".whl"]. Writes $OUT/kernel_ab.json and $OUT/header.log.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=$(carry_unpack .carry/f14.tar.xz f14)
-carry_fa3
-carry_header "$B/rel"
-for v in rel l32-224 o8s0 o8s0-l32 o8s0-l32-224; do echo "$v: $(cat "$B/$v/COMMIT")"; done
-timeout 560 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
-  --variant-lib "$B/l32-224/libfp8attn.so" --variant-lib "$B/o8s0/libfp8attn.so" \
-  --variant-lib "$B/o8s0-l32/libfp8attn.so" --variant-lib "$B/o8s0-l32-224/libfp8attn.so" \
-  --variant-tags fp8attn_release,fp8attn_l32_224,fp8attn_o8s0,fp8attn_o8s0_l32,fp8attn_o8s0_l32_224 --no-blocks \
-  --variant-rows 0,1,2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "^block size"
+carry_begin .carry/f14.tar.xz f14 "$OUT/header.log" rel l32-224 o8s0 o8s0-l32 o8s0-l32-224
+KAB_TIMEOUT=560 carry_kernel_ab 0,1,2,3 rel:fp8attn_release l32-224:fp8attn_l32_224 o8s0:fp8attn_o8s0 \
+  o8s0-l32:fp8attn_o8s0_l32 o8s0-l32-224:fp8attn_o8s0_l32_224

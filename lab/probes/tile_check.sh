@@ -12,13 +12,6 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=$(carry_unpack .carry/tile.tar.xz tile)
-carry_fa3
-carry_header "$B/k3s" | tee "$OUT/k3s-tests.log"
-for v in rel k3s khead; do echo "$v: $(cat "$B/$v/COMMIT")"; done
-carry_env "$B/k3s"
+carry_begin .carry/tile.tar.xz tile "$OUT/k3s-tests.log" k3s rel khead
 carry_tests "$B/k3s" "$OUT/k3s-tests.log" test_attention:100 test_graphs:40 test_nonfinite:40 test_attention_args:40
-timeout 300 python3 lab/probes/kernel_ab.py --lib "$B/rel/libfp8attn.so" \
-  --variant-lib "$B/k3s/libfp8attn.so" --variant-lib "$B/khead/libfp8attn.so" \
-  --variant-tags fp8attn_release,fp8attn_k3s,fp8attn_khead --no-blocks \
-  --variant-rows 0,1,2,3 --runs 100 --out "$OUT" 2>&1 | grep -v "^block size"
+KAB_TIMEOUT=300 carry_kernel_ab 0,1,2,3 rel:fp8attn_release k3s:fp8attn_k3s khead:fp8attn_khead
