@@ -17,31 +17,18 @@ holding both products).
 from __future__ import annotations
 
 import argparse
-import os
 import re
+import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import inner_loop  # noqa: E402
+from reuse_patch import cubin_offset, listing, text_offset  # noqa: E402
 
-CUOBJDUMP = os.environ.get("CUOBJDUMP", "/tmp/cuobj/x/nvidia/cu13/bin/cuobjdump")
 REUSE_MASK = 0xF << 58  # in the high 64-bit word
-
-
-def sections(elf: bytes):
-    shoff = struct.unpack_from("<Q", elf, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    raw = [struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize) for i in range(shnum)]
-    stroff = raw[shstrndx][4]
-    out = {}
-    for name, _typ, _flags, _addr, off, size in raw:
-        s = elf[stroff + name:]
-        out[s[:s.index(b"\0")].decode()] = (off, size)
-    return out
 
 
 def main():
@@ -52,24 +39,14 @@ def main():
     ap.add_argument("--scope", choices=("loop", "ffma"), default="loop")
     a = ap.parse_args()
     so = bytearray(Path(a.lib).read_bytes())
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([CUOBJDUMP, "-xelf", f"{a.config}.sm_90a.cubin", str(Path(a.lib).resolve())],
-                       cwd=tmp, check=True, capture_output=True)
-        cubin = (Path(tmp) / f"{a.config}.sm_90a.cubin").read_bytes()
-        sass = subprocess.run([CUOBJDUMP, "-sass", f"{a.config}.sm_90a.cubin"], cwd=tmp, check=True,
-                              capture_output=True, text=True).stdout
-    base = so.find(cubin)
-    if base < 0 or so.find(cubin, base + 1) >= 0:
-        sys.exit("clear_reuse: the cubin is not stored exactly once, uncompressed, in the library")
-    texts = [(k, v) for k, v in sections(cubin).items()
-             if k.startswith(".text._ZN7fp8attn4attn20attention_fwd_kernel")]
-    if len(texts) != 1:
-        sys.exit(f"clear_reuse: expected one attention kernel in {a.config}, found {len(texts)}")
-    (name, (text_off, text_size)), = texts
-    with tempfile.NamedTemporaryFile("w", suffix=".sass") as f:
-        f.write(sass)
-        f.flush()
-        ins = inner_loop.parse(f.name)
+    tmp = tempfile.mkdtemp()
+    try:
+        cubin, sass = listing(a.lib, tmp, f"{a.config}.sm_90a")
+        ins = inner_loop.parse(sass)
+    finally:
+        shutil.rmtree(tmp)
+    base = cubin_offset(so, cubin)
+    text_off = text_offset(cubin, "attention_fwd_kernel")
     loop = inner_loop.inner_loop(ins)
     if not loop:
         sys.exit("clear_reuse: no steady-state loop found")
@@ -81,7 +58,6 @@ def main():
         if not hi & REUSE_MASK:
             continue
         at = base + text_off + addr + 8
-        assert addr + 16 <= text_size
         word = struct.unpack_from("<Q", so, at)[0]
         assert word == hi, f"instruction at {addr:#x}: the listing and the library differ"
         struct.pack_into("<Q", so, at, word & ~REUSE_MASK)

@@ -32,16 +32,24 @@ CUBIN = "e4m3_block192.sm_90a"
 KERNEL = "ELi192ELi2ELb1ELi0ELNS0_6VtTypeE0ELb0EEEEEvNS0_12KernelParamsE"  # the long-tile E4M3 Config
 
 
-def listing(lib, tmp):
-    """(cubin bytes, path of its -sass listing) of LIB's e4m3_block192 cubin."""
+def listing(lib, tmp, cubin=CUBIN):
+    """(cubin bytes, path of its -sass listing) of LIB's cubin (default e4m3_block192's)."""
     work = tempfile.mkdtemp(dir=tmp)
     os.symlink(os.path.abspath(lib), os.path.join(work, "lib.so"))
-    subprocess.run([CUOBJDUMP, "-xelf", CUBIN, "lib.so"], cwd=work, check=True, capture_output=True)
+    subprocess.run([CUOBJDUMP, "-xelf", cubin, "lib.so"], cwd=work, check=True, capture_output=True)
     cub = os.path.join(work, next(f for f in os.listdir(work) if f.endswith(".cubin")))
     sass = cub + ".sass"
     with open(sass, "w") as f:
         subprocess.run([CUOBJDUMP, "-sass", cub], stdout=f, check=True)
     return open(cub, "rb").read(), sass
+
+
+def cubin_offset(blob, cub):
+    """Where the cubin sits in the library's bytes; it must be stored once, verbatim."""
+    at = bytes(blob).find(cub)
+    if at < 0 or bytes(blob).find(cub, at + 1) >= 0:
+        sys.exit("the cubin is not stored once, verbatim, in the library (compressed fatbin?)")
+    return at
 
 
 def text_offset(cub, name_part):
@@ -102,10 +110,7 @@ def main():
     tmp = tempfile.mkdtemp()
     cub, sass = listing(lib, tmp)
     blob = bytearray(open(lib, "rb").read())
-    at = bytes(blob).find(cub)
-    if at < 0 or bytes(blob).find(cub, at + 1) >= 0:
-        sys.exit("the cubin is not stored once, verbatim, in the library (compressed fatbin?)")
-    base = at + text_offset(cub, KERNEL[:40])
+    base = cubin_offset(blob, cub) + text_offset(cub, KERNEL[:40])
     patch, n_exp = targets(sass, mode)
     changed = 0
     for addr, (bits, b45) in patch.items():
