@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Lab probe (GPU): several builds and host settings of the E4M3 kernel, each head to head with FA3 FP8.
+
+Issue 13's seed causal row sits just under 0.95 of FA3 FP8, and the long-tile kernel's speed moves
+by a few percent with ptxas's schedule (lab/perf-log.md, third to fifth sessions). This probe times
+configurations that change nothing in the arithmetic:
+  - libraries whose kernels were compiled with other ptxas options (same PTX, other schedule);
+  - the release library under lab-only environment knobs (lab/variants/host-knobs.patch): the
+    short-tile threshold (which 192-key kernel a row gets) and the causal L2 section size.
+Each configuration is paired with FA3 FP8 alone (speed.head_to_head), per shape, in rounds whose
+order reverses; one process per library (one library a process), the configurations of one
+library alternating inside it. Every configuration's output on the first input set is hashed, so
+that a build whose bits differ from the release's shows (none should).
+
+  python3 lab/probes/lottery_ab.py --config TAG=LIB[,ENV=VAL...] ... --out DIR [--rounds 2]
+Writes DIR/lottery_ab.json (command, commit, GPU, date, records) and prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+
+import probe_doc  # noqa: E402
+
+import fp8attn_calls as fc  # noqa: E402
+import methods  # noqa: E402
+import speed  # noqa: E402
+from sweep import Shape, input_sets  # noqa: E402
+
+# (b, s, h, h_kv, causal): the long-tile kernel's rows (8k, 4k non-causal) and the short-tile
+# kernel's (4k, 2k, 1k causal).
+SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 32, False), (4, 4096, 32, 32, False),
+          (4, 4096, 32, 32, True), (8, 2048, 32, 32, True), (16, 1024, 32, 32, True)]
+
+
+def parse_config(text):
+    tag, _, rest = text.partition("=")
+    lib, *envs = rest.split(",")
+    return {"tag": tag, "lib": lib, "env": dict(e.split("=", 1) for e in envs)}
+
+
+def inputs(shape: Shape, seed: int):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    sets = []
+    for _ in range(input_sets(shape)):
+        q = torch.randn((shape.b, shape.sq, shape.h, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
+        k = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
+        v = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
+        sets.append(fc.quantize_per_head(q, k, v))
+    return sets
+
+
+def child(args, configs, fa3):
+    """One library (every config shares it), the configs alternating per shape."""
+    lib = fc.load(configs[0]["lib"])
+    records = []
+    base_env = {k: os.environ.get(k) for c in configs for k in c["env"]}
+    for (b, s, h, hkv, causal) in SHAPES[: args.shapes]:
+        shape = Shape(b, s, s, h, hkv, 128, causal)
+        sets = inputs(shape, args.seed)
+        theirs = methods.rotating([methods._fa3_fp8(fa3, qz, causal) for qz in sets])
+        order = configs if args.round % 2 == 0 else configs[::-1]
+        for c in order:
+            for k, v in base_env.items():  # the knobs are read at every call
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            os.environ.update(c["env"])
+            runners = [fc.kernel_runner(lib, qz, causal, "fp8attn") for qz in sets]
+            torch.cuda.synchronize()
+            digest = hashlib.sha1(runners[0].keep[2].cpu().view(torch.int16).numpy().tobytes()).hexdigest()[:12]
+            mine = methods.rotating(runners)
+            ta, tb = speed.head_to_head(mine, theirs, args.runs)
+            ra = speed.record(c["tag"], shape, ta, "head_to_head:fa3_fp8", round=args.round, out_sha1=digest)
+            rb = speed.record("fa3_fp8", shape, tb, f"head_to_head:{c['tag']}", round=args.round)
+            records += [ra, rb]
+            print(f"  r{args.round} {shape.label():36s} {c['tag']:14s} {ra['tflops_median']:7.1f} vs fa3_fp8 "
+                  f"{rb['tflops_median']:7.1f}  ratio {ra['tflops_median'] / rb['tflops_median']:.4f}  out {digest}",
+                  flush=True)
+            del runners, mine
+        del sets, theirs
+        torch.cuda.empty_cache()
+    return records
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", action="append", required=True, help="TAG=LIB[,ENV=VAL...]")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
+    ap.add_argument("--seed", type=int, default=20261202)
+    ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--child-json", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    configs = [parse_config(c) for c in args.config]
+    fa3 = methods.load_fa3()
+    if isinstance(fa3, str):
+        print(f"lottery_ab: {fa3}")
+        return 1
+    if args.child_json:
+        Path(args.child_json).write_text(json.dumps(child(args, configs, fa3)))
+        return 0
+
+    libs = list(dict.fromkeys(c["lib"] for c in configs))
+    records = []
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for r in range(args.rounds):
+        for lib in (libs if r % 2 == 0 else libs[::-1]):
+            js = out / f".lottery-{r}.json"
+            cmd = [sys.executable, __file__, "--out", str(out), "--runs", str(args.runs),
+                   "--seed", str(args.seed), "--round", str(r), "--shapes", str(args.shapes),
+                   "--child-json", str(js)]
+            for c in args.config:
+                if parse_config(c)["lib"] == lib:
+                    cmd += ["--config", c]
+            rc = subprocess.call(cmd)
+            if rc == 0 and js.exists():
+                records += json.loads(js.read_text())
+                js.unlink()
+            else:
+                records.append({"lib": lib, "round": r, "error": f"child exited {rc}"})
+    # Per (config, shape): the mean over rounds of its ratio to the FA3 FP8 it was paired with.
+    ratios = {}
+    for a, b in zip(records, records[1:]):
+        if a.get("method") not in (None, "fa3_fp8") and b.get("method") == "fa3_fp8" and \
+                b["protocol"] == f"head_to_head:{a['method']}":
+            key = (a["method"], a["b"], a["sq"], a["causal"])
+            ratios.setdefault(key, []).append(a["tflops_median"] / b["tflops_median"])
+    print("config / FA3 FP8, mean over rounds (each round's ratio in brackets)")
+    for key, rs in sorted(ratios.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][0])):
+        records.append({"summary": True, "method": key[0], "b": key[1], "sq": key[2], "causal": key[3],
+                        "ratio_mean": statistics.fmean(rs), "ratios": rs})
+        print(f"  b{key[1]:<2d} s{key[2]:<5d} causal={int(key[3])} {key[0]:14s} {statistics.fmean(rs):.4f} "
+              f"[{', '.join(f'{x:.4f}' for x in rs)}]")
+    path = probe_doc.write(args.out, "lottery_ab.json", records, torch.cuda.get_device_name())
+    print(f"lottery_ab: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

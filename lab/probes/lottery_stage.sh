@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Here (no GPU): the libraries of lottery_check.sh, packed as .carry/lot.tar.xz. rel: this tree with
+# lab/variants/host-knobs.patch (lab-only environment knobs: the short-tile threshold and the causal
+# L2 section size; the device code byte-identical to the release's); then, per "TAG:PTXAS_OPTION",
+# the same build with the two 192-key E4M3 kernels (attn/instantiations/e4m3_block192*.cu) compiled
+# with that ptxas option added and the library relinked. xz -9 keeps the archive small (the
+# libraries share most of their bytes).
+#   bash lab/probes/lottery_stage.sh [TAG:OPTION ...]   (default rul0, rul6, o1)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+specs=("$@")
+[[ ${#specs[@]} -gt 0 ]] || specs=(rul0:--register-usage-level=0 rul6:--register-usage-level=6 o1:-O1)
+tmp=$(mktemp -d)
+wt=$(mktemp -d "$(cd .. && pwd)/wt-lot.XXXXXX")
+git worktree add -q --detach "$wt" HEAD
+(cd "$wt" && git apply lab/variants/host-knobs.patch && source lab/probes/carry.sh &&
+  carry_stage build-lot "$tmp/rel" >/dev/null)
+rm -rf "$tmp/rel/tests" "$tmp/rel/fallback"
+echo "$(git rev-parse --short=12 HEAD) + lab/variants/host-knobs.patch" > "$tmp/rel/COMMIT"
+echo "rel: $(cat "$tmp/rel/COMMIT")" > "$tmp/BUILDS"
+for spec in "${specs[@]}"; do
+  python3 lab/probes/lottery_relink.py "$wt/build-lot" "${spec#*:}" "$tmp/${spec%%:*}"
+  echo "${spec%%:*}: rel with ptxas ${spec#*:} on attn/instantiations/e4m3_block192*.cu" >> "$tmp/BUILDS"
+done
+git worktree remove --force "$wt"
+mkdir -p .carry
+(cd "$tmp" && tar -cf - BUILDS */COMMIT */libfp8attn.so 2>/dev/null | xz -9 -T2 > "$root/.carry/lot.tar.xz")
+rm -rf "$tmp"
+du -sh .carry/lot.tar.xz
