@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
-# Issue 13 on the GPU machine, one call (~5 minutes): lottery_ab.py over the libraries of
-# .carry/lot.tar.xz (staged by lab/probes/lottery_stage.sh: rel = main + lab/variants/host-knobs.patch,
-# and the same tree with the two 192-key E4M3 kernels compiled under other ptxas options), each
-# configuration head to head with FA3 FP8 at the seed shape and the short-tile rows.
-# Carry [".carry/lot.tar.xz", ".whl"] (the wheel only if the machine is cold).
+# Issue 13 on the GPU machine, one call (~3-6 minutes): lottery_ab.py over the libraries of the
+# .carry/lot*.tar.xz archives (staged by lab/probes/lottery_stage.sh: TAGrel = a tree + the lab-only
+# host knobs of lab/variants/host-knobs.patch; TAGrul0, ... = the same build with the two 192-key E4M3
+# kernels compiled under another ptxas option), each configuration head to head with FA3 FP8.
+#   bash lab/probes/lottery_check.sh TAG=FOLDER[,ENV=VALUE...] ...   (FOLDER inside the archives)
+# With LOT_TESTS=FOLDER (a carry_stage folder with tests/, in .carry/lot-tests.tar.xz), its kernel
+# tests run first. Carry the archives and .whl (the wheel only if the machine is cold).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=$(carry_unpack .carry/lot.tar.xz lot)
+B=/tmp/lot; rm -rf "$B"; mkdir -p "$B"
+for a in .carry/lot*.tar.xz; do
+  tar -xJf "$a" -C "$B" && { [[ -f "$B/BUILDS" ]] && mv "$B/BUILDS" "$B/BUILDS.$(basename "$a" .tar.xz)"; }
+done
 carry_fa3
-carry_header "$B/rel" | tee "$OUT/lottery.log"
-cat "$B/BUILDS" | tee -a "$OUT/lottery.log"
-L=$B/rel/libfp8attn.so
-variants=()
-for v in ${LOT_VARIANTS:-rul0 rul6 o1}; do variants+=(--config "$v=$B/$v/libfp8attn.so"); done
-timeout "${LOT_TIMEOUT:-540}" python3 lab/probes/lottery_ab.py --out "$OUT" --rounds "${LOT_ROUNDS:-2}" \
-  --config "rel=$L" --config "tma8k=$L,FP8ATTN_LAB_SHORT_TILE_KEYS=1073741824" \
-  --config "sec4=$L,FP8ATTN_LAB_SECTION_DIV=4" --config "sec1=$L,FP8ATTN_LAB_SECTION_DIV=1" \
-  "${variants[@]}" 2>&1 | tee -a "$OUT/lottery.log"
+first=${1#*=}; first=${first%%,*}
+carry_header "$B/$first" | tee "$OUT/lottery.log"
+cat "$B"/BUILDS.* 2>/dev/null | tee -a "$OUT/lottery.log"
+if [[ -n "${LOT_TESTS:-}" ]]; then
+  (carry_env "$B/$LOT_TESTS"; carry_tests "$B/$LOT_TESTS" "$OUT/lottery-tests.log" test_attention:150 test_nonfinite:60) 2>&1 | tee -a "$OUT/lottery.log"
+fi
+configs=()
+for c in "$@"; do
+  tag=${c%%=*} rest=${c#*=}
+  configs+=(--config "$tag=$B/${rest%%,*}/libfp8attn.so${rest#"${rest%%,*}"}")
+done
+timeout "${LOT_TIMEOUT:-480}" python3 lab/probes/lottery_ab.py --out "$OUT" --rounds "${LOT_ROUNDS:-2}" \
+  --shapes "${LOT_SHAPES:-6}" "${configs[@]}" 2>&1 | tee -a "$OUT/lottery.log"

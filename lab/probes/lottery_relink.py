@@ -24,5 +24,5 @@ for entry in json.load(open(os.path.join(build, "compile_commands.json"))):
 link = link.replace("-o libfp8attn.so", f"-o {out}/libfp8attn.so")
 subprocess.run(link, shell=True, cwd=src, check=True)
 with open(os.path.join(out, "COMMIT"), "w") as f:
-    f.write(f"{open(os.path.join(os.path.dirname(out), 'rel', 'COMMIT')).read().strip()}, ptxas {option} "
+    f.write(f"{open(os.path.join(os.path.dirname(out), sys.argv[4] if len(sys.argv) > 4 else 'rel', 'COMMIT')).read().strip()}, ptxas {option} "
             "on attn/instantiations/e4m3_block192*.cu\n")

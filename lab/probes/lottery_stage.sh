@@ -9,22 +9,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
+P=${LOT_PREFIX:-}  # a prefix for the folder names (several trees in one archive)
+ARCHIVE=${LOT_ARCHIVE:-$root/.carry/lot.tar.xz}
 specs=("$@")
-[[ ${#specs[@]} -gt 0 ]] || specs=(rul0:--register-usage-level=0 rul6:--register-usage-level=6 o1:-O1)
+[[ "${1:-}" == none ]] && specs=()
+[[ ${#specs[@]} -gt 0 || "${1:-}" == none ]] || specs=(rul0:--register-usage-level=0 rul6:--register-usage-level=6 o1:-O1)
 tmp=$(mktemp -d)
 wt=$(mktemp -d "$(cd .. && pwd)/wt-lot.XXXXXX")
-git worktree add -q --detach "$wt" HEAD
-(cd "$wt" && git apply lab/variants/host-knobs.patch && source lab/probes/carry.sh &&
-  carry_stage build-lot "$tmp/rel" >/dev/null)
-rm -rf "$tmp/rel/tests" "$tmp/rel/fallback"
-echo "$(git rev-parse --short=12 HEAD) + lab/variants/host-knobs.patch" > "$tmp/rel/COMMIT"
-echo "rel: $(cat "$tmp/rel/COMMIT")" > "$tmp/BUILDS"
+git worktree add -q --detach "$wt" "${LOT_REF:-HEAD}"
+(cd "$wt" && git apply "$root/lab/variants/host-knobs.patch" && source lab/probes/carry.sh &&
+  carry_stage build-lot "$tmp/${P}rel" >/dev/null)
+rm -rf "$tmp/${P}rel/tests" "$tmp/${P}rel/fallback"
+echo "$(git rev-parse --short=12 "${LOT_REF:-HEAD}") + lab/variants/host-knobs.patch" > "$tmp/${P}rel/COMMIT"
+echo "${P}rel: $(cat "$tmp/${P}rel/COMMIT")" > "$tmp/BUILDS"
 for spec in "${specs[@]}"; do
-  python3 lab/probes/lottery_relink.py "$wt/build-lot" "${spec#*:}" "$tmp/${spec%%:*}"
-  echo "${spec%%:*}: rel with ptxas ${spec#*:} on attn/instantiations/e4m3_block192*.cu" >> "$tmp/BUILDS"
+  python3 "$root/lab/probes/lottery_relink.py" "$wt/build-lot" "${spec#*:}" "$tmp/$P${spec%%:*}" "${P}rel"
+  echo "$P${spec%%:*}: ${P}rel with ptxas ${spec#*:} on attn/instantiations/e4m3_block192*.cu" >> "$tmp/BUILDS"
 done
 git worktree remove --force "$wt"
 mkdir -p .carry
-(cd "$tmp" && tar -cf - BUILDS */COMMIT */libfp8attn.so 2>/dev/null | xz -9 -T2 > "$root/.carry/lot.tar.xz")
+(cd "$tmp" && tar -cf - BUILDS */COMMIT */libfp8attn.so 2>/dev/null | xz -9 -T2 > "$ARCHIVE")
 rm -rf "$tmp"
-du -sh .carry/lot.tar.xz
+du -sh "$ARCHIVE"
