@@ -32,6 +32,26 @@ __device__ __forceinline__ void issue_first_qk(SharedStorage<Cfg>& sm, float (&s
   ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
 }
 
+// A key block this warpgroup's rows cannot see (consumer(): causal, warpgroup 0, the tile's
+// first block visited, Config::kSkipMaskedBlock): its K and V slots are released once filled (an arrive before the fill
+// would count towards the slot's previous use) and its ping-pong turn is passed on unused, so the
+// rings and the turns stay in step with the other warpgroup, which does visit the block.
+template <class Cfg>
+__device__ __forceinline__ void skip_masked_block(SharedStorage<Cfg>& sm, uint32_t& it_k,
+                                                  int my_turn, int other_turn) {
+  constexpr int kThreadsPingPong = 2 * 128;
+  using KV = KVCounter<Cfg::kStages>;
+  const int stage = KV::stage_of(it_k);
+  const uint32_t phase = KV::phase_of(it_k);
+  ptx::mbar_wait(&sm.k_full[stage], phase);
+  ptx::named_barrier_sync(my_turn, kThreadsPingPong);
+  ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+  release(&sm.k_empty[stage]);
+  ptx::mbar_wait(PVOperand<Cfg>::full(sm, stage), phase);
+  release(PVOperand<Cfg>::empty(sm, stage));
+  ++it_k;
+}
+
 // The key blocks of one tile without intra-warpgroup overlap (Config::kIntraWgOverlap false: the
 // two-level kernels, whose fresh per-block O does not fit beside S and P). Per block, in one
 // ping-pong turn: the PV of block n+1 is issued and waited for, then the QK^T of block n is
@@ -231,8 +251,19 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       continue;
     }
 
-    // Prologue: S of the last block, its softmax.
+    // Prologue: S of the last block, its softmax. Causal (Config::kSkipMaskedBlock): the tile's
+    // last block can lie wholly past the diagonal for warpgroup 0's rows (64 rows span less than
+    // one block; the tile's key range is its last row's): the warpgroup then skips it
+    // (skip_masked_block) and starts with the block before, in the state the block would have left
+    // it in (no visible key: the max stays -inf, l and O zero), so the output bits are the same.
     int n = kr.n_hi - 1;
+    if constexpr (Cfg::kSkipMaskedBlock) {
+      if (p.causal && wg == 0 && n > kr.n_lo &&
+          n * Cfg::kBlockN >= tile.m_block * Cfg::kBlockM + 64 + p.seqlen_k - p.seqlen_q) {
+        skip_masked_block<Cfg>(sm, it_k, my_turn, other_turn);
+        --n;
+      }
+    }
     issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
     set_scales();
     ptx::wgmma_wait<0>();
