@@ -44,6 +44,9 @@ from sweep import Shape, input_sets  # noqa: E402
 # kernel's (4k, 2k, 1k causal).
 SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 32, False), (4, 4096, 32, 32, False),
           (4, 4096, 32, 32, True), (8, 2048, 32, 32, True), (16, 1024, 32, 32, True)]
+# --shape-set long: the sweep's rows of 8k and more (which 192-key kernel a long causal row should get).
+LONG_SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 8, True), (1, 16384, 32, 32, True),
+               (2, 8000, 32, 32, True), (2, 8192, 32, 32, False)]
 
 
 def parse_config(text):
@@ -68,7 +71,7 @@ def child(args, configs, fa3):
     lib = fc.load(configs[0]["lib"])
     records = []
     base_env = {k: os.environ.get(k) for c in configs for k in c["env"]}
-    for (b, s, h, hkv, causal) in SHAPES[: args.shapes]:
+    for (b, s, h, hkv, causal) in (LONG_SHAPES if args.shape_set == "long" else SHAPES)[: args.shapes]:
         shape = Shape(b, s, s, h, hkv, 128, causal)
         sets = inputs(shape, args.seed)
         theirs = methods.rotating([methods._fa3_fp8(fa3, qz, causal) for qz in sets])
@@ -104,6 +107,7 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
+    ap.add_argument("--shape-set", choices=("short", "long"), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
@@ -126,6 +130,7 @@ def main():
             js = out / f".lottery-{r}.json"
             cmd = [sys.executable, __file__, "--out", str(out), "--runs", str(args.runs),
                    "--seed", str(args.seed), "--round", str(r), "--shapes", str(args.shapes),
+                   "--shape-set", args.shape_set,
                    "--child-json", str(js)]
             for c in args.config:
                 if parse_config(c)["lib"] == lib:

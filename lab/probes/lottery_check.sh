@@ -27,4 +27,4 @@ for c in "$@"; do
   configs+=(--config "$tag=$B/${rest%%,*}/libfp8attn.so${rest#"${rest%%,*}"}")
 done
 timeout "${LOT_TIMEOUT:-480}" python3 lab/probes/lottery_ab.py --out "$OUT" --rounds "${LOT_ROUNDS:-2}" \
-  --shapes "${LOT_SHAPES:-6}" "${configs[@]}" 2>&1 | tee -a "$OUT/lottery.log"
+  --shapes "${LOT_SHAPES:-6}" --shape-set "${LOT_SHAPE_SET:-short}" "${configs[@]}" 2>&1 | tee -a "$OUT/lottery.log"
