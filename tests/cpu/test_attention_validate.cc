@@ -86,7 +86,8 @@ TEST(AttentionValidate, OtherArgumentsNamed) {
 }
 
 // E4M3 P with one K descale per head: the TMA-store epilogue where a tile visits at most
-// kShortTileKeys keys on average (per row, bottom-right causal).
+// kShortTileKeys keys (non-causal) or kShortTileKeysCausal keys on average (per row, bottom-right
+// causal).
 TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
   std::mt19937 rng(std::random_device{}());
   const struct {
@@ -94,8 +95,10 @@ TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
     bool tma;
   } cases[] = {{1024, 1024, 1, true},  {1024, 1024, 0, true},   {2048, 2048, 0, true},
                {2048, 2048, 1, true},  {4096, 4096, 1, true},   {4096, 4096, 0, false},
-               {8192, 8192, 1, false}, {8192, 8192, 0, false},  {2048, 16384, 1, false},
-               {16384, 2048, 1, true}, {1, 2048, 0, true},     {1, 2049, 0, false}};
+               {8192, 8192, 1, true},  {8192, 8192, 0, false},  {2048, 16384, 1, false},
+               {16384, 2048, 1, true}, {1, 2048, 0, true},     {1, 2049, 0, false},
+               {8193, 8193, 1, true},  {8194, 8194, 1, false},  {16384, 16384, 1, false},
+               {1, 4097, 1, true},     {1, 4098, 1, false}};
   for (const auto& c : cases) {
     fp8attn_fwd_params p = valid_params(rng);
     p.seqlen_q = c.sq;
