@@ -37,12 +37,14 @@ struct Config {
   // tiles); the 192-key FP16 V^T kernel at every length (measured faster there). These
   // configurations also take the KV head from the producer (SharedStorage::tile_kv_head).
   static constexpr bool kTmaStoreO = kTmaStoreO_;
-  // Causal: warpgroup 0 skips a tile's first key block when all of it lies past its 64 rows'
-  // diagonal (consumer() in mainloop.cuh; a third of the tiles at 192-key blocks). The short-tile
-  // E4M3 kernel only: measured +2-3% at 1k-4k causal head to head with FA3 FP8, while every ptxas
-  // schedule of the long-tile kernel with it measured slower at 8k (its loop is re-scheduled), and
-  // the FP16 P kernels have not been measured with it.
-  static constexpr bool kSkipMaskedBlock = kTmaStoreO_ && kP_ == PPrecision::kE4M3;
+  // A tile's first key block trimmed to the keys the warpgroup's rows can see (consumer() in
+  // mainloop.cuh): skipped when none (causal, warpgroup 0, a third of the causal tiles at
+  // 192-key blocks), else computed as its first 64 or 128 keys when those hold every visible key
+  // (the diagonal, or sk's last partial block: 1024 keys end 64 keys into a block). The
+  // short-tile E4M3 kernel only: the skip measured +2-3% at 1k-4k causal head to head with FA3
+  // FP8, while every ptxas schedule of the long-tile kernel with it measured slower at 8k (its
+  // loop is re-scheduled), and the FP16 P kernels have not been measured with it.
+  static constexpr bool kTrimFirstBlock = kTmaStoreO_ && kP_ == PPrecision::kE4M3;
   static constexpr bool kVtF16 = kVt == VtType::kFP16;
   // One K descale per head only: select.h never sends a per-block K descale (one per
   // FP8ATTN_K_SCALE_BLOCK = 128 keys) to a kernel whose blocks are longer. The FP16 P kernels

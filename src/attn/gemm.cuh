@@ -25,11 +25,16 @@ struct PFragments {
   uint32_t lo[kHiLo ? Cfg::kBlockN / 8 : 1];
 };
 
-// p (FP32, in S's registers) -> P's fragments.
-template <class Cfg>
-__device__ __forceinline__ void make_p_fragments(const float (&s)[Softmax<Cfg>::kRegs], PFragments<Cfg>& pf) {
-  if constexpr (Cfg::kFP16P) Softmax<Cfg>::to_f16_fragments(s, pf.hi);
-  else Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo>(s, pf.hi, pf.lo);
+// p (FP32, in S's registers) -> P's fragments. kR < the block's registers: a trimmed first block
+// (E4M3 P only), its later k-steps P = 0.
+template <class Cfg, int kR = Softmax<Cfg>::kRegs>
+__device__ __forceinline__ void make_p_fragments(const float (&s)[kR], PFragments<Cfg>& pf) {
+  if constexpr (Cfg::kFP16P) {
+    static_assert(kR == Softmax<Cfg>::kRegs, "FP16 P: whole blocks");
+    Softmax<Cfg>::to_f16_fragments(s, pf.hi);
+  } else {
+    Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo, kR>(s, pf.hi, pf.lo);
+  }
 }
 
 // The V operand of the P V product and its barriers: the TMA's E4M3 V^T ring; with FP16 P from

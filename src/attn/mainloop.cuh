@@ -3,6 +3,7 @@
 // the epilogue.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "attn/config.h"
 #include "attn/epilogue.cuh"
@@ -33,7 +34,7 @@ __device__ __forceinline__ void issue_first_qk(SharedStorage<Cfg>& sm, float (&s
 }
 
 // A key block this warpgroup's rows cannot see (consumer(): causal, warpgroup 0, the tile's
-// first block visited, Config::kSkipMaskedBlock): its K and V slots are released once filled (an arrive before the fill
+// first block visited, Config::kTrimFirstBlock): its K and V slots are released once filled (an arrive before the fill
 // would count towards the slot's previous use) and its ping-pong turn is passed on unused, so the
 // rings and the turns stay in step with the other warpgroup, which does visit the block.
 template <class Cfg>
@@ -251,29 +252,54 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       continue;
     }
 
-    // Prologue: S of the last block, its softmax. Causal (Config::kSkipMaskedBlock): the tile's
-    // last block can lie wholly past the diagonal for warpgroup 0's rows (64 rows span less than
-    // one block; the tile's key range is its last row's): the warpgroup then skips it
-    // (skip_masked_block) and starts with the block before, in the state the block would have left
-    // it in (no visible key: the max stays -inf, l and O zero), so the output bits are the same.
+    // Prologue: S of the last block, its softmax. Config::kTrimFirstBlock: only the keys of that
+    // block some row of this warpgroup sees (its last row's limit; the tile's key range is the
+    // tile's last row's, and sk may end inside the block): none, the block is skipped
+    // (skip_masked_block, causal warpgroup 0) and the one before starts; up to 64 or 128, the
+    // QK^T and the softmax run on those keys only (S in the first 32 or 64 registers) and the
+    // fragments of the later keys are P = 0. The output bits are the same as the whole block's
+    // (its other keys are masked: p = 0, and a block with no visible key leaves the max at -inf,
+    // l and O at zero).
     int n = kr.n_hi - 1;
-    if constexpr (Cfg::kSkipMaskedBlock) {
-      if (p.causal && wg == 0 && n > kr.n_lo &&
-          n * Cfg::kBlockN >= tile.m_block * Cfg::kBlockM + 64 + p.seqlen_k - p.seqlen_q) {
+    if constexpr (Cfg::kTrimFirstBlock) {
+      auto first_block = [&](auto regs) {
+        constexpr int kR = decltype(regs)::value;
+        float(&sf)[kR] = *reinterpret_cast<float(*)[kR]>(&s[0]);
+        issue_first_qk(sm, sf, q_addr, it_k, my_turn, other_turn);
+        set_scales();
+        ptx::wgmma_wait<0>();
+        fence_regs(sf);
+        release(&sm.k_empty[KV::stage_of(it_k)]);
+        ++it_k;
+        block_scale(n, scale);
+        if (n >= kr.n_mask_lo) softmax.template step<true, kR>(sf, n * Cfg::kBlockN, limit, scale, alpha);
+        else softmax.template step<false, kR>(sf, n * Cfg::kBlockN, limit, scale, alpha);
+        make_p_fragments<Cfg, kR>(sf, pf);
+      };
+      // Keys this warpgroup's last row may see: [0, lim).
+      const long long row_end = static_cast<long long>(tile.m_block) * Cfg::kBlockM + 64 * (wg + 1);
+      const long long sk = p.seqlen_k;
+      const long long lim = p.causal ? min(sk, row_end + sk - p.seqlen_q) : sk;
+      if (lim <= static_cast<long long>(n) * Cfg::kBlockN && n > kr.n_lo) {
         skip_masked_block<Cfg>(sm, it_k, my_turn, other_turn);
         --n;
       }
+      const long long keys = lim - static_cast<long long>(n) * Cfg::kBlockN;
+      if (keys <= 64) first_block(std::integral_constant<int, 32>{});
+      else if (keys <= 128) first_block(std::integral_constant<int, 64>{});
+      else first_block(std::integral_constant<int, Softmax<Cfg>::kRegs>{});
+    } else {
+      issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
+      set_scales();
+      ptx::wgmma_wait<0>();
+      fence_regs(s);
+      release(&sm.k_empty[KV::stage_of(it_k)]);
+      ++it_k;
+      block_scale(n, scale);
+      if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
+      else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
+      make_p_fragments<Cfg>(s, pf);
     }
-    issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
-    set_scales();
-    ptx::wgmma_wait<0>();
-    fence_regs(s);
-    release(&sm.k_empty[KV::stage_of(it_k)]);
-    ++it_k;
-    block_scale(n, scale);
-    if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
-    else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
-    make_p_fragments<Cfg>(s, pf);
 
     // Steady state: QK^T of block n with PV of block n+1.
     for (--n; n >= kr.n_lo; --n) {

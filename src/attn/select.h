@@ -40,7 +40,7 @@ constexpr bool k_scale_per_block(const fp8attn_fwd_params& p) {
 // Short tiles: the keys a query row visits on average (bottom-right causal: row i of sq sees
 // min(sk, max(0, i + sk - sq + 1)) keys) at most this many: 2048 without a mask, 4096 causal.
 // Causal rows gain more from the short-tile kernel (its warpgroup skips blocks past the
-// diagonal, Config::kSkipMaskedBlock): measured head to head with FA3 FP8, it ran the 8k causal
+// diagonal, Config::kTrimFirstBlock): measured head to head with FA3 FP8, it ran the 8k causal
 // rows (4096 keys on average) about 1% faster than the long-tile kernel, the 16k causal row (8192)
 // as fast, and the 4k non-causal row (4096) about 3% slower (docs/kernel.md, "Configurations").
 inline constexpr int kShortTileKeys = 2048;

@@ -50,8 +50,8 @@ struct OnlineSoftmax {
   // 2*(lane%4) + 8*(i/4) + (i&1); room[r] = limit[r] - key0 - 2*(lane%4) is computed once per block,
   // so each score costs one compare against a compile-time offset and one select.
   // limit[r]: first key row r must not see (min(sk, row + sk - sq + 1) if causal, else sk).
-  template <bool kMask>
-  __device__ __forceinline__ static float score(const float (&s)[kRegs], int i, const int (&room)[2]) {
+  template <bool kMask, int kR>
+  __device__ __forceinline__ static float score(const float (&s)[kR], int i, const int (&room)[2]) {
     if constexpr (kMask) {
       return 8 * (i / 4) + (i & 1) < room[(i >> 1) & 1] ? s[i] : -INFINITY;
     } else {
@@ -65,17 +65,19 @@ struct OnlineSoftmax {
   // One key block: updates m and l, turns S into p = exp2(S * scale - (m - offset)) in place (FP32),
   // and returns the factor the running O must be multiplied by. Runs while the previous block's
   // PV wgmma is in flight, so it writes only S (whose wgmma has completed), never P's fragments.
-  template <bool kMask>
-  __device__ __forceinline__ void step(float (&s)[kRegs], int key0, const int (&limit)[2],
+  // kR < kRegs: a block trimmed to its first 2 * kR keys (a tile's first block, whose later keys
+  // no row of the warpgroup sees: Config::kTrimFirstBlock), S in the first kR registers.
+  template <bool kMask, int kR = kRegs>
+  __device__ __forceinline__ void step(float (&s)[kR], int key0, const int (&limit)[2],
                                        const float (&scale)[2], float (&o_rescale)[2]) {
-    step_max<kMask>(s, key0, limit, scale, o_rescale);
-    step_exp(s, scale);
+    step_max<kMask, kR>(s, key0, limit, scale, o_rescale);
+    step_exp<kR>(s, scale);
   }
 
   // First half of step: masks S in place, updates m (and rescales l), and returns the factor the
   // running O must be multiplied by.
-  template <bool kMask>
-  __device__ __forceinline__ void step_max(float (&s)[kRegs], int key0, const int (&limit)[2],
+  template <bool kMask, int kR = kRegs>
+  __device__ __forceinline__ void step_max(float (&s)[kR], int key0, const int (&limit)[2],
                                            const float (&scale)[2], float (&o_rescale)[2]) {
     // Four independent partial maxima (and sums, in step_exp) per row: one running value per row
     // would be a chain of kRegs/2 dependent instructions, and ncu shows the consumers latency bound.
@@ -88,8 +90,8 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int r = 0; r < 2; ++r) room[r] = limit[r] - key0 - 2 * static_cast<int>(threadIdx.x % 4);
 #pragma unroll
-    for (int i = 0; i < kRegs; ++i) {
-      s[i] = score<kMask>(s, i, room);
+    for (int i = 0; i < kR; ++i) {
+      s[i] = score<kMask, kR>(s, i, room);
       mx4[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx4[(i >> 1) & 1][(i >> 2) & 3], s[i]);
     }
     float mx[2];
@@ -116,10 +118,11 @@ struct OnlineSoftmax {
 
   // Second half of step: S -> p = exp2(S * scale - (m - offset)) in place (FP32) and, unless the tensor core
   // sums P (kTcRowSum: add_block_sum), l += rowsum(p) in four interleaved partial sums.
-  __device__ __forceinline__ void step_exp(float (&s)[kRegs], const float (&scale)[2]) {
+  template <int kR = kRegs>
+  __device__ __forceinline__ void step_exp(float (&s)[kR], const float (&scale)[2]) {
     float sum4[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
-    for (int i = 0; i < kRegs; ++i) {
+    for (int i = 0; i < kR; ++i) {
       const int r = (i >> 1) & 1;
       const float x = fmaf(s[i], scale[r], neg_bias_[r]);
       constexpr int kEvery = kPolyExpEvery > 0 ? kPolyExpEvery : 1;  // no % 0 when off
@@ -149,11 +152,21 @@ struct OnlineSoftmax {
   // {0-15, 0-15, 16-31, 16-31} of that group, in the key order of fp8attn_vt_key_at.
   // With kHiLo, also the second term: lo = e4m3(p - hi), so that hi + lo carries ~8 significant
   // bits (unscaled: lo's P V adds straight into the same accumulator as hi's).
-  template <bool kHiLo = false>
-  __device__ __forceinline__ static void to_e4m3_fragments(const float (&s)[kRegs], uint32_t (&p)[kBlockN / 8],
+  // kR < kRegs (a trimmed first block): the k-steps past its 2 * kR keys get P = 0.
+  template <bool kHiLo = false, int kR = kRegs>
+  __device__ __forceinline__ static void to_e4m3_fragments(const float (&s)[kR], uint32_t (&p)[kBlockN / 8],
                                                            uint32_t (&p_lo)[kHiLo ? kBlockN / 8 : 1]) {
+    static_assert(kR % 16 == 0 && kR <= kRegs, "whole 32-key k-steps");
 #pragma unroll
-    for (int j = 0; j < kBlockN / 32; ++j) {
+    for (int j = kR / 16; j < kBlockN / 32; ++j) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        p[4 * j + r] = 0u;
+        if constexpr (kHiLo) p_lo[4 * j + r] = 0u;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kR / 16; ++j) {
       const int g = 16 * j;  // s index of column group 4j
       constexpr int kOrder[4][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}, {8, 9, 12, 13}, {10, 11, 14, 15}};
 #pragma unroll
