@@ -7,6 +7,7 @@
 
 #include "attn/config.h"
 #include "attn/epilogue.cuh"
+#include "attn/first_block.h"
 #include "attn/gemm.cuh"
 #include "attn/params.h"
 #include "attn/pipeline.cuh"
@@ -262,9 +263,10 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // l and O at zero).
     int n = kr.n_hi - 1;
     if constexpr (Cfg::kTrimFirstBlock) {
-      auto first_block = [&](auto regs) {
-        constexpr int kR = decltype(regs)::value;
-        float(&sf)[kR] = *reinterpret_cast<float(*)[kR]>(&s[0]);
+      // sf: S's own registers for a trimmed block (a view of s's first registers made ptxas
+      // serialize every wgmma of the kernel, C7511), s itself for the whole block.
+      auto first_block = [&](auto& sf) {
+        constexpr int kR = sizeof(sf) / sizeof(float);
         issue_first_qk(sm, sf, q_addr, it_k, my_turn, other_turn);
         set_scales();
         ptx::wgmma_wait<0>();
@@ -276,18 +278,23 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
         else softmax.template step<false, kR>(sf, n * Cfg::kBlockN, limit, scale, alpha);
         make_p_fragments<Cfg, kR>(sf, pf);
       };
-      // Keys this warpgroup's last row may see: [0, lim).
-      const long long row_end = static_cast<long long>(tile.m_block) * Cfg::kBlockM + 64 * (wg + 1);
-      const long long sk = p.seqlen_k;
-      const long long lim = p.causal ? min(sk, row_end + sk - p.seqlen_q) : sk;
-      if (lim <= static_cast<long long>(n) * Cfg::kBlockN && n > kr.n_lo) {
+      const long long lim = warpgroup_key_limit(p.causal, p.seqlen_q, p.seqlen_k, tile.m_block,
+                                                Cfg::kBlockM, wg);
+      int keys = first_block_keys(lim, n, Cfg::kBlockN);
+      if (keys == 0 && n > kr.n_lo) {
         skip_masked_block<Cfg>(sm, it_k, my_turn, other_turn);
         --n;
+        keys = first_block_keys(lim, n, Cfg::kBlockN);
       }
-      const long long keys = lim - static_cast<long long>(n) * Cfg::kBlockN;
-      if (keys <= 64) first_block(std::integral_constant<int, 32>{});
-      else if (keys <= 128) first_block(std::integral_constant<int, 64>{});
-      else first_block(std::integral_constant<int, Softmax<Cfg>::kRegs>{});
+      if (keys <= 64) {
+        float s64[32];
+        first_block(s64);
+      } else if (keys <= 128) {
+        float s128[64];
+        first_block(s128);
+      } else {
+        first_block(s);
+      }
     } else {
       issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
       set_scales();
