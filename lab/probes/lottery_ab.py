@@ -34,11 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 import probe_doc  # noqa: E402
+from kernel_ab import inputs  # noqa: E402  (the same per-head E4M3 input sets)
 
 import fp8attn_calls as fc  # noqa: E402
 import methods  # noqa: E402
 import speed  # noqa: E402
-from sweep import Shape, input_sets  # noqa: E402
+from sweep import Shape  # noqa: E402
 
 # (b, s, h, h_kv, causal): the long-tile kernel's rows (8k, 4k non-causal) and the short-tile
 # kernel's (4k, 2k, 1k causal).
@@ -57,17 +58,6 @@ def parse_config(text):
     tag, _, rest = text.partition("=")
     lib, *envs = rest.split(",")
     return {"tag": tag, "lib": lib, "env": dict(e.split("=", 1) for e in envs)}
-
-
-def inputs(shape: Shape, seed: int):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    sets = []
-    for _ in range(input_sets(shape)):
-        q = torch.randn((shape.b, shape.sq, shape.h, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        k = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        v = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        sets.append(fc.quantize_per_head(q, k, v))
-    return sets
 
 
 def child(args, configs, fa3):
