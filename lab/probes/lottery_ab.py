@@ -49,7 +49,7 @@ SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 32, False), (4, 4096, 32, 32, F
 # --shape-set trim: the rows a trimmed first block (Config::kTrimFirstBlock) reaches.
 TRIM_SHAPES = [(16, 1024, 32, 32, False), (8, 2048, 32, 32, False), (16, 1024, 32, 32, True),
                (8, 2048, 32, 32, True), (4, 4096, 32, 32, True), (2, 8192, 32, 32, True),
-               (4, 4096, 16, 2, True), (2, 8000, 32, 32, True)]
+               (4, 4096, 16, 2, True), (2, 8000, 32, 32, True), (1, 16384, 32, 32, True)]
 LONG_SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 8, True), (1, 16384, 32, 32, True),
                (2, 8000, 32, 32, True), (2, 8192, 32, 32, False)]
 
