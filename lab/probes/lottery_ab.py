@@ -34,17 +34,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 import probe_doc  # noqa: E402
+from kernel_ab import inputs  # noqa: E402  (the same per-head E4M3 input sets)
 
 import fp8attn_calls as fc  # noqa: E402
 import methods  # noqa: E402
 import speed  # noqa: E402
-from sweep import Shape, input_sets  # noqa: E402
+from sweep import Shape  # noqa: E402
 
 # (b, s, h, h_kv, causal): the long-tile kernel's rows (8k, 4k non-causal) and the short-tile
 # kernel's (4k, 2k, 1k causal).
 SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 32, False), (4, 4096, 32, 32, False),
           (4, 4096, 32, 32, True), (8, 2048, 32, 32, True), (16, 1024, 32, 32, True)]
 # --shape-set long: the sweep's rows of 8k and more (which 192-key kernel a long causal row should get).
+# --shape-set trim: the rows a trimmed first block (Config::kTrimFirstBlock) reaches.
+TRIM_SHAPES = [(16, 1024, 32, 32, False), (8, 2048, 32, 32, False), (16, 1024, 32, 32, True),
+               (8, 2048, 32, 32, True), (4, 4096, 32, 32, True), (2, 8192, 32, 32, True),
+               (4, 4096, 16, 2, True), (2, 8000, 32, 32, True), (1, 16384, 32, 32, True)]
 LONG_SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 8, True), (1, 16384, 32, 32, True),
                (2, 8000, 32, 32, True), (2, 8192, 32, 32, False)]
 
@@ -55,23 +60,13 @@ def parse_config(text):
     return {"tag": tag, "lib": lib, "env": dict(e.split("=", 1) for e in envs)}
 
 
-def inputs(shape: Shape, seed: int):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    sets = []
-    for _ in range(input_sets(shape)):
-        q = torch.randn((shape.b, shape.sq, shape.h, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        k = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        v = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        sets.append(fc.quantize_per_head(q, k, v))
-    return sets
-
-
 def child(args, configs, fa3):
     """One library (every config shares it), the configs alternating per shape."""
     lib = fc.load(configs[0]["lib"])
     records = []
     base_env = {k: os.environ.get(k) for c in configs for k in c["env"]}
-    for (b, s, h, hkv, causal) in (LONG_SHAPES if args.shape_set == "long" else SHAPES)[: args.shapes]:
+    sets = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES}[args.shape_set]
+    for (b, s, h, hkv, causal) in sets[: args.shapes]:
         shape = Shape(b, s, s, h, hkv, 128, causal)
         sets = inputs(shape, args.seed)
         theirs = methods.rotating([methods._fa3_fp8(fa3, qz, causal) for qz in sets])
@@ -107,7 +102,7 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
-    ap.add_argument("--shape-set", choices=("short", "long"), default="short")
+    ap.add_argument("--shape-set", choices=("short", "long", "trim"), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
@@ -146,13 +141,13 @@ def main():
     for a, b in zip(records, records[1:]):
         if a.get("method") not in (None, "fa3_fp8") and b.get("method") == "fa3_fp8" and \
                 b["protocol"] == f"head_to_head:{a['method']}":
-            key = (a["method"], a["b"], a["sq"], a["causal"])
+            key = (a["method"], a["b"], a["sq"], a["causal"], a["h_kv"])
             ratios.setdefault(key, []).append(a["tflops_median"] / b["tflops_median"])
     print("config / FA3 FP8, mean over rounds (each round's ratio in brackets)")
     for key, rs in sorted(ratios.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][0])):
-        records.append({"summary": True, "method": key[0], "b": key[1], "sq": key[2], "causal": key[3],
+        records.append({"summary": True, "method": key[0], "b": key[1], "sq": key[2], "causal": key[3], "h_kv": key[4],
                         "ratio_mean": statistics.fmean(rs), "ratios": rs})
-        print(f"  b{key[1]:<2d} s{key[2]:<5d} causal={int(key[3])} {key[0]:14s} {statistics.fmean(rs):.4f} "
+        print(f"  b{key[1]:<2d} s{key[2]:<5d} h_kv {key[4]:<2d} causal={int(key[3])} {key[0]:14s} {statistics.fmean(rs):.4f} "
               f"[{', '.join(f'{x:.4f}' for x in rs)}]")
     path = probe_doc.write(args.out, "lottery_ab.json", records, torch.cuda.get_device_name())
     print(f"lottery_ab: wrote {path}")

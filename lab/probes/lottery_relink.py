@@ -4,6 +4,7 @@ relink its library elsewhere (lottery_stage.sh). The other objects are the build
   python3 lab/probes/lottery_relink.py BUILD_DIR PTXAS_OPTION OUT_DIR"""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -18,6 +19,8 @@ for entry in json.load(open(os.path.join(build, "compile_commands.json"))):
     obj = cmd.split(" -o ")[-1].split()[0]
     new = os.path.join(out, os.path.basename(obj))
     assert "-Xptxas=-v," in cmd, "the library's nvcc flags changed: update this script"
+    # The option replaces a register usage level the build already gives the file (src/CMakeLists.txt).
+    cmd = re.sub(r" -Xptxas=--register-usage-level=\d+", "", cmd)
     cmd = cmd.replace(" -o " + obj, " -o " + new).replace("-Xptxas=-v,", f"-Xptxas={option},-v,")
     subprocess.run(cmd, shell=True, cwd=entry["directory"], check=True, capture_output=True)
     link = link.replace(obj, new)

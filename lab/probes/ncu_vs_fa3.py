@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Lab probe (GPU): one shape, one method, a few calls, for Nsight Compute to profile side by side.
+Methods: fp8attn and fa3_fp8 (issue 13), fp8attn_accurate and fa3_bf16 (issue 14: where the FP16-P
+kernel's cycles go against FA3 in BF16, the pipeline it would have to match).
 
   ncu -k regex:'attention_fwd_kernel|FlashAttnFwd' --launch-skip 3 --launch-count 1 ... \
       python3 lab/probes/ncu_vs_fa3.py --lib .carry/libfp8attn.so --method fp8attn|fa3_fp8 \
@@ -26,7 +28,7 @@ import methods  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--method", choices=["fp8attn", "fa3_fp8"], required=True)
+    ap.add_argument("--method", choices=["fp8attn", "fa3_fp8", "fp8attn_accurate", "fa3_bf16"], required=True)
     for a in ("b", "s", "h", "hkv"):
         ap.add_argument(f"--{a}", type=int, required=True)
     ap.add_argument("--causal", type=int, default=1)
@@ -41,6 +43,14 @@ def main():
     causal = bool(args.causal)
     if args.method == "fp8attn":
         fn = fc.kernel_runner(fc.load(args.lib), qz, causal, "fp8attn")
+    elif args.method == "fp8attn_accurate":  # FP16 P on an FP16 V^T (issue 14's accurate mode)
+        fn = fc.accurate_runner(fc.load(args.lib), fc.with_fp16_v(qz, v), causal)
+    elif args.method == "fa3_bf16":
+        fa3 = methods.load_fa3()
+        if isinstance(fa3, str):
+            print(f"ncu_vs_fa3: {fa3}")
+            return 1
+        fn = methods._fa3_bf16(fa3, q, k, v, causal)
     else:
         fa3 = methods.load_fa3()
         if isinstance(fa3, str):

@@ -35,9 +35,10 @@ __device__ __forceinline__ void issue_first_qk(SharedStorage<Cfg>& sm, float (&s
 }
 
 // A key block this warpgroup's rows cannot see (consumer(): causal, warpgroup 0, the tile's
-// first block visited, Config::kTrimFirstBlock): its K and V slots are released once filled (an arrive before the fill
-// would count towards the slot's previous use) and its ping-pong turn is passed on unused, so the
-// rings and the turns stay in step with the other warpgroup, which does visit the block.
+// first block visited, Config::kTrimFirstBlock): its K and V slots are released once filled
+// (an arrive before the fill would count towards the slot's previous use) and its ping-pong turn
+// is passed on unused, so the rings and the turns stay in step with the other warpgroup, which
+// does visit the block.
 template <class Cfg>
 __device__ __forceinline__ void skip_masked_block(SharedStorage<Cfg>& sm, uint32_t& it_k,
                                                   int my_turn, int other_turn) {

@@ -41,8 +41,9 @@ constexpr bool k_scale_per_block(const fp8attn_fwd_params& p) {
 // min(sk, max(0, i + sk - sq + 1)) keys) at most this many: 2048 without a mask, 4096 causal.
 // Causal rows gain more from the short-tile kernel (its warpgroup skips blocks past the
 // diagonal, Config::kTrimFirstBlock): measured head to head with FA3 FP8, it ran the 8k causal
-// rows (4096 keys on average) about 1% faster than the long-tile kernel, the 16k causal row (8192)
-// as fast, and the 4k non-causal row (4096) about 3% slower (docs/kernel.md, "Configurations").
+// rows (4096 keys on average) about 1% faster than the long-tile kernel and the 16k causal row
+// (8192) as fast, while non-causal rows of 4096 and 8192 keys ran slower on it (docs/kernel.md,
+// "Configurations and dispatch").
 inline constexpr int kShortTileKeys = 2048;
 inline constexpr int kShortTileKeysCausal = 4096;
 constexpr bool short_tiles(const fp8attn_fwd_params& p) {

@@ -52,11 +52,17 @@ def main():
     objdir = ROOT / ".cache" / "compiler_report"
     objdir.mkdir(parents=True, exist_ok=True)
     sources = sorted((ROOT / "src" / "attn" / "instantiations").glob("*.cu"))
+    # Per-file options src/CMakeLists.txt gives (set_source_files_properties ... COMPILE_OPTIONS).
+    per_file = {m[1]: m[2] for m in re.finditer(
+        r'set_source_files_properties\((\S+)\s+PROPERTIES\s+COMPILE_OPTIONS\s+"([^"]+)"\)',
+        (ROOT / "src" / "CMakeLists.txt").read_text())}
     objs, stderr = [], []
-    for src in sources:  # the flags of src/CMakeLists.txt that change code: -O3, -DNDEBUG
+    for src in sources:  # the flags of src/CMakeLists.txt that change code: -O3, -DNDEBUG, per file
         obj = objdir / (src.stem + ".o")
+        extra = per_file.get(str(src.relative_to(ROOT / "src")), "")
         cmd = (f"nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a "
-               f"--expt-relaxed-constexpr -Xptxas=-v -I{ROOT}/include -I{ROOT}/src -c {src} -o {obj}")
+               f"--expt-relaxed-constexpr -Xptxas=-v {extra} -I{ROOT}/include -I{ROOT}/src -c {src} -o {obj}")
+        stderr.append(f"# {src.name}: {extra or 'no per-file options'}")
         log = subprocess.run(cmd, shell=True, capture_output=True, text=True)
         if log.returncode != 0:
             sys.exit(log.stderr)
@@ -113,7 +119,8 @@ def main():
              "# columns: registers at launch (setmaxnreg then gives 24 to the producer, 240 to the consumers;",
              "# FP16 P from E4M3 V^T: 40 / 232), stack/spill bytes from ptxas, QGMMA = FP8 wgmma instructions in the SASS,",
              "# HGMMA = FP16 wgmma instructions (P=fp16's P V), STL/LDL = local-memory",
-             "# instructions in the consumer (before USETMAXREG.DEALLOC in program order) and producer code.", ""]
+             "# instructions in the consumer (before USETMAXREG.DEALLOC in program order) and producer code;",
+             "# 'ptxas: ... C75xx' lines are ptxas's performance notes (C7511: wgmmas serialised).", ""]
     for name in sorted(set(ptxas) | set(kernels)):
         if "attention_fwd_kernel" not in name:
             continue
