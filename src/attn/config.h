@@ -13,9 +13,15 @@ enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1, kFP16 = 2 };
 // The dtype of V^T in global memory (fp8attn_vt_dtype): E4M3 with keys permuted per 32
 // (fp8attn_vt_key_at), or FP16 in natural key order.
 enum class VtType : int { kE4M3 = 0, kFP16 = 1 };
+// How a consumer warpgroup computes a tile's first key block (consumer() in mainloop.cuh):
+// whole; skipped when all of it lies past the warpgroup's rows' diagonal (kSkip); or, besides
+// that skip, computed only as far as its keys are visible: its first 64 or 128 keys when those
+// hold every key the warpgroup's rows see (kTrim: the diagonal, or sk's last partial block).
+enum class FirstBlock : int { kWhole = 0, kSkip = 1, kTrim = 2 };
 
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
-          int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false>
+          int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false,
+          FirstBlock kFirst_ = FirstBlock::kWhole>
 struct Config {
   // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
   // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
@@ -37,14 +43,16 @@ struct Config {
   // tiles); the 192-key FP16 V^T kernel at every length (measured faster there). These
   // configurations also take the KV head from the producer (SharedStorage::tile_kv_head).
   static constexpr bool kTmaStoreO = kTmaStoreO_;
-  // A tile's first key block trimmed to the keys the warpgroup's rows can see (consumer() in
-  // mainloop.cuh): skipped when none (causal, warpgroup 0, a third of the causal tiles at
-  // 192-key blocks), else computed as its first 64 or 128 keys when those hold every visible key
-  // (the diagonal, or sk's last partial block: 1024 keys end 64 keys into a block). The
-  // short-tile E4M3 kernel only: the skip measured +2-3% at 1k-4k causal head to head with FA3
-  // FP8, while every ptxas schedule of the long-tile kernel with it measured slower at 8k (its
-  // loop is re-scheduled), and the FP16 P kernels have not been measured with it.
-  static constexpr bool kTrimFirstBlock = kTmaStoreO_ && kP_ == PPrecision::kE4M3;
+  // The first block (FirstBlock). The E4M3 TMA-store kernels only (select.h): the skip measured
+  // +2-3% at 1k-4k causal head to head with FA3 FP8, the trim a further +3-8% at 1k and 2k
+  // causal and 1k non-causal, but its loop (re-scheduled) ran the 8k causal rows 3% slower and
+  // 2k non-causal 3.5% slower than the skip-only kernel; every ptxas schedule of the long-tile
+  // kernel with the skip measured slower at 8k, and the FP16 P kernels have not been measured
+  // with either.
+  static constexpr bool kTrimFirstBlock = kFirst_ == FirstBlock::kTrim;
+  static constexpr bool kSkipMaskedBlock = kFirst_ != FirstBlock::kWhole;
+  static_assert(kFirst_ == FirstBlock::kWhole || (kTmaStoreO_ && kP_ == PPrecision::kE4M3),
+                "first-block skip and trim: E4M3 TMA-store kernels only");
   static constexpr bool kVtF16 = kVt == VtType::kFP16;
   // One K descale per head only: select.h never sends a per-block K descale (one per
   // FP8ATTN_K_SCALE_BLOCK = 128 keys) to a kernel whose blocks are longer. The FP16 P kernels

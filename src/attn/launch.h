@@ -24,9 +24,15 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
 // The shipped configurations (select.h's KernelId), one instantiation file each.
 using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /*kStages=*/2,
                                   /*kTcRowSum=*/true>;
-// The same with O leaving through shared memory and the TMA (short tiles, select.h).
+// The same with O leaving through shared memory and the TMA, and the first block skipped where
+// the warpgroup sees none of it (short tiles, select.h) ...
 using KernelE4M3Block192TmaStore =
-    Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true>;
+    Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
+           FirstBlock::kSkip>;
+// ... or trimmed to the keys the warpgroup sees (the shortest tiles, select.h).
+using KernelE4M3Block192Trim =
+    Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
+           FirstBlock::kTrim>;
 using KernelE4M3Block128 = Config<PPrecision::kE4M3, false, 128, 3, true>;
 using KernelE4M3HiLoTwoLevel = Config<PPrecision::kE4M3HiLo, true, 128, 2, false>;
 using KernelFP16Block128 = Config<PPrecision::kFP16, false, 128, 2, false>;
@@ -44,6 +50,8 @@ extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_para
 extern template fp8attn_status launch<KernelE4M3Block192TmaStore>(const fp8attn_fwd_params&,
                                                                   const DeviceInfo&, const LaunchOptions&,
                                                                   cudaStream_t);
+extern template fp8attn_status launch<KernelE4M3Block192Trim>(const fp8attn_fwd_params&, const DeviceInfo&,
+                                                              const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3Block128>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3HiLoTwoLevel>(const fp8attn_fwd_params&,

@@ -35,7 +35,7 @@ __device__ __forceinline__ void issue_first_qk(SharedStorage<Cfg>& sm, float (&s
 }
 
 // A key block this warpgroup's rows cannot see (consumer(): causal, warpgroup 0, the tile's
-// first block visited, Config::kTrimFirstBlock): its K and V slots are released once filled
+// first block visited, Config::kSkipMaskedBlock): its K and V slots are released once filled
 // (an arrive before the fill would count towards the slot's previous use) and its ping-pong turn
 // is passed on unused, so the rings and the turns stay in step with the other warpgroup, which
 // does visit the block.
@@ -254,14 +254,15 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       continue;
     }
 
-    // Prologue: S of the last block, its softmax. Config::kTrimFirstBlock: only the keys of that
-    // block some row of this warpgroup sees (its last row's limit; the tile's key range is the
-    // tile's last row's, and sk may end inside the block): none, the block is skipped
-    // (skip_masked_block, causal warpgroup 0) and the one before starts; up to 64 or 128, the
-    // QK^T and the softmax run on those keys only (S in the first 32 or 64 registers) and the
-    // fragments of the later keys are P = 0. The output bits are the same as the whole block's
-    // (its other keys are masked: p = 0, and a block with no visible key leaves the max at -inf,
-    // l and O at zero).
+    // Prologue: S of the last block, its softmax. Config::kSkipMaskedBlock: when none of that
+    // block's keys is visible to the warpgroup's rows (causal, warpgroup 0), the block is skipped
+    // (skip_masked_block) and the one before starts. Config::kTrimFirstBlock also computes only
+    // the keys of the (then) first block that some row of the warpgroup sees (its last row's
+    // limit; the tile's key range is the tile's last row's, and sk may end inside the block): up
+    // to 64 or 128, the QK^T and the softmax run on those keys only (S in the first 32 or 64
+    // registers) and the fragments of the later keys are P = 0. The output bits are the same as
+    // the whole block's (its other keys are masked: p = 0, and a block with no visible key leaves
+    // the max at -inf, l and O at zero).
     int n = kr.n_hi - 1;
     if constexpr (Cfg::kTrimFirstBlock) {
       // sf: S's own registers for a trimmed block (a view of s's first registers made ptxas
@@ -297,6 +298,15 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
         first_block(s);
       }
     } else {
+      // Config::kSkipMaskedBlock alone: the skip, decided for warpgroup 0 only (64 rows span
+      // less than one block, so warpgroup 1 always sees some key of the tile's last block).
+      if constexpr (Cfg::kSkipMaskedBlock) {
+        if (p.causal && wg == 0 && n > kr.n_lo &&
+            n * Cfg::kBlockN >= tile.m_block * Cfg::kBlockM + 64 + p.seqlen_k - p.seqlen_q) {
+          skip_masked_block<Cfg>(sm, it_k, my_turn, other_turn);
+          --n;
+        }
+      }
       issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
       set_scales();
       ptx::wgmma_wait<0>();

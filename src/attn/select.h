@@ -13,6 +13,12 @@ enum class KernelId : int {
   // the epilogue's 32 scattered stores per thread are a visible share of a tile (measured: +4-6%
   // at 16 x 1k, +0-2% at 8 x 2k, -1-3% at 8k).
   kE4M3Block192TmaStore,
+  // The same with the first block a warpgroup visits computed only as far as its rows see (its
+  // first 64 or 128 keys where that suffices): for the shortest tiles, where that block is a
+  // visible share of a tile (measured: +4-5% at 16 x 1k, +8% at 16 x 1k causal, +2-3% at 8 x 2k
+  // causal), while its re-scheduled loop ran longer tiles slower (-3.5% at 8 x 2k, -3% at 8k
+  // causal).
+  kE4M3Block192Trim,
   // E4M3 P with a per-block K descale: a block must be one FP8ATTN_K_SCALE_BLOCK (128 keys) so
   // that its descale is one scalar per block; 3 stages fill the shared memory 192 would use.
   kE4M3Block128,
@@ -37,20 +43,36 @@ constexpr bool k_scale_per_block(const fp8attn_fwd_params& p) {
   return p.k_descale != nullptr && p.kd_stride_blk != 0;
 }
 
-// Short tiles: the keys a query row visits on average (bottom-right causal: row i of sq sees
-// min(sk, max(0, i + sk - sq + 1)) keys) at most this many: 2048 without a mask, 4096 causal.
-// Causal rows gain more from the short-tile kernel (its warpgroup skips blocks past the
-// diagonal, Config::kTrimFirstBlock): measured head to head with FA3 FP8, it ran the 8k causal
-// rows (4096 keys on average) about 1% faster than the long-tile kernel and the 16k causal row
-// (8192) as fast, while non-causal rows of 4096 and 8192 keys ran slower on it (docs/kernel.md,
-// "Configurations and dispatch").
+// The keys a query row visits on average (bottom-right causal: row i of sq sees
+// min(sk, max(0, i + sk - sq + 1)) keys).
+constexpr long long average_keys(const fp8attn_fwd_params& p) {
+  const long long sq = p.seqlen_q, sk = p.seqlen_k;
+  if (!p.causal) return sk;
+  return sq <= sk ? sk - sq + sq / 2 : sk * sk / (2 * sq);
+}
+
+// Short tiles: at most this many keys on average: 2048 without a mask, 4096 causal. Causal rows
+// gain more from the short-tile kernels (their warpgroups skip blocks past the diagonal,
+// Config::kSkipMaskedBlock): measured head to head with FA3 FP8, the skip-only kernel ran the 8k
+// causal rows (4096 keys on average) about 1% faster than the long-tile kernel and the 16k
+// causal row (8192) as fast, while non-causal rows of 4096 and 8192 keys ran slower on it
+// (docs/kernel.md, "Configurations and dispatch").
 inline constexpr int kShortTileKeys = 2048;
 inline constexpr int kShortTileKeysCausal = 4096;
 constexpr bool short_tiles(const fp8attn_fwd_params& p) {
-  const long long sq = p.seqlen_q, sk = p.seqlen_k;
-  if (!p.causal) return sk <= kShortTileKeys;
-  const long long avg = sq <= sk ? sk - sq + sq / 2 : sk * sk / (2 * sq);
-  return avg <= kShortTileKeysCausal;
+  return average_keys(p) <= (p.causal ? kShortTileKeysCausal : kShortTileKeys);
+}
+
+// The shortest tiles, at most 1024 keys on average with or without a mask, take the trimmed
+// first block (Config::kTrimFirstBlock): measured ahead of the skip-only kernel at 1k (both
+// masks) and 2k causal (1024 keys on average), behind it at 2k non-causal and 4k causal.
+inline constexpr int kTrimTileKeys = 1024;
+constexpr bool trim_tiles(const fp8attn_fwd_params& p) { return average_keys(p) <= kTrimTileKeys; }
+
+// The E4M3-P kernel for one K descale per head (or none), by the tiles' length.
+constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
+  if (trim_tiles(p)) return KernelId::kE4M3Block192Trim;
+  return short_tiles(p) ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192;
 }
 
 // kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()
@@ -64,7 +86,7 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
   switch (p.p_precision) {
     case FP8ATTN_P_E4M3:
       if (k_scale_per_block(p)) return KernelId::kE4M3Block128;
-      return short_tiles(p) ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192;
+      return e4m3_head_scale_kernel(p);
     case FP8ATTN_P_E4M3_HILO: return KernelId::kE4M3HiLoTwoLevel;
     case FP8ATTN_P_FP16: return KernelId::kFP16Block128;
     default: return KernelId::kInvalid;
@@ -75,6 +97,7 @@ constexpr const char* kernel_name(KernelId id) {
   switch (id) {
     case KernelId::kE4M3Block192: return "e4m3_block192";
     case KernelId::kE4M3Block192TmaStore: return "e4m3_block192_tma_store";
+    case KernelId::kE4M3Block192Trim: return "e4m3_block192_trim";
     case KernelId::kE4M3Block128: return "e4m3_block128";
     case KernelId::kE4M3HiLoTwoLevel: return "e4m3_hilo_two_level";
     case KernelId::kFP16Block128: return "fp16_block128";

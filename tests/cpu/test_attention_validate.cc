@@ -15,6 +15,7 @@ namespace {
 using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
 using fp8attn::attn::short_tiles;
+using fp8attn::attn::trim_tiles;
 using fp8attn::attn::validate;
 
 // A valid call's parameters with fake (aligned, never dereferenced) device pointers, 4 GiB apart
@@ -87,26 +88,29 @@ TEST(AttentionValidate, OtherArgumentsNamed) {
 
 // E4M3 P with one K descale per head: the TMA-store epilogue where a tile visits at most
 // kShortTileKeys keys (non-causal) or kShortTileKeysCausal keys on average (per row, bottom-right
-// causal).
+// causal), and among those the trimmed first block where it visits at most kTrimTileKeys.
 TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
   std::mt19937 rng(std::random_device{}());
+  constexpr KernelId kLong = KernelId::kE4M3Block192, kShort = KernelId::kE4M3Block192TmaStore,
+                     kTrim = KernelId::kE4M3Block192Trim;
   const struct {
     int sq, sk, causal;
-    bool tma;
-  } cases[] = {{1024, 1024, 1, true},  {1024, 1024, 0, true},   {2048, 2048, 0, true},
-               {2048, 2048, 1, true},  {4096, 4096, 1, true},   {4096, 4096, 0, false},
-               {8192, 8192, 1, true},  {8192, 8192, 0, false},  {2048, 16384, 1, false},
-               {16384, 2048, 1, true}, {1, 2048, 0, true},     {1, 2049, 0, false},
-               {8193, 8193, 1, true},  {8194, 8194, 1, false},  {16384, 16384, 1, false},
-               {1, 4097, 1, true},     {1, 4098, 1, false}};
+    KernelId want;
+  } cases[] = {{1024, 1024, 1, kTrim},   {1024, 1024, 0, kTrim},   {2048, 2048, 0, kShort},
+               {2048, 2048, 1, kTrim},   {2049, 2049, 1, kTrim},   {2050, 2050, 1, kShort},
+               {4096, 4096, 1, kShort},  {4096, 4096, 0, kLong},   {8192, 8192, 1, kShort},
+               {8192, 8192, 0, kLong},   {2048, 16384, 1, kLong},  {16384, 2048, 1, kTrim},
+               {1, 1024, 0, kTrim},      {1, 1025, 0, kShort},     {1, 1025, 1, kTrim},
+               {1, 1026, 1, kShort},     {1, 2048, 0, kShort},     {1, 2049, 0, kLong},
+               {8193, 8193, 1, kShort},  {8194, 8194, 1, kLong},   {16384, 16384, 1, kLong},
+               {1, 4097, 1, kShort},     {1, 4098, 1, kLong}};
   for (const auto& c : cases) {
     fp8attn_fwd_params p = valid_params(rng);
     p.seqlen_q = c.sq;
     p.seqlen_k = c.sk;
     p.causal = c.causal;
     p.p_precision = FP8ATTN_P_E4M3;
-    EXPECT_EQ(select_kernel(p), c.tma ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192)
-        << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
+    EXPECT_EQ(select_kernel(p), c.want) << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
   }
 }
 
@@ -118,7 +122,9 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
   for (int i = 0; i < 20; ++i) {
     fp8attn_fwd_params p = valid_params(rng);
     p.p_precision = FP8ATTN_P_E4M3;
-    const KernelId e4m3 = short_tiles(p) ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192;
+    const KernelId e4m3 = trim_tiles(p)    ? KernelId::kE4M3Block192Trim
+                          : short_tiles(p) ? KernelId::kE4M3Block192TmaStore
+                                           : KernelId::kE4M3Block192;
     EXPECT_EQ(select_kernel(p), e4m3);
     p.k_descale = kd;  // one per head: stride 0 along blocks
     EXPECT_EQ(select_kernel(p), e4m3);

@@ -141,6 +141,7 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
     // The kernel accepts what the composition builds, and runs the blocks the K scale allows.
     EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
     const KernelId e4m3 = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kE4M3Block128
+                          : fp8attn::attn::trim_tiles(p)             ? KernelId::kE4M3Block192Trim
                           : fp8attn::attn::short_tiles(p)            ? KernelId::kE4M3Block192TmaStore
                                                                      : KernelId::kE4M3Block192;
     const KernelId fp16_vt = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kFP16VtBlock128

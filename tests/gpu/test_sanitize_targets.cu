@@ -2,7 +2,10 @@
 // initcheck, synccheck), one per test so that each tool sees one target at a time:
 //   Sanitize.DefaultCausal / DefaultFull: the shipped default (E4M3 P, one K descale per head:
 //     192-key blocks) at a persistent shape, 144 tiles of 128 rows > 132 SMs (b 1, h 18, s 1024)
-//     (short tiles: the kernel whose O leaves through shared memory and the TMA)
+//     (the shortest tiles: the kernel that trims a tile's first block to the keys its warpgroup
+//     sees, O through shared memory and the TMA)
+//   Sanitize.DefaultSkipTiles: the default at 4096 causal (b 1, h 5: 160 tiles), the short-tile
+//     kernel that only skips a first block its warpgroup cannot see (attn/select.h, trim_tiles)
 //   Sanitize.DefaultLongTiles: the default with long tiles (b 1, h 5, s 4096, not causal: 160
 //     tiles), the kernel that stores O from registers (attn/select.h, short_tiles)
 //   Sanitize.HiLo / Fp16 / Fp16Vt: the other precision modes at the same shape (causal), FP16 P
@@ -57,6 +60,11 @@ Shape shape(bool causal, int pp, bool k_head) {
 
 TEST(Sanitize, DefaultCausal) { run_kernel(shape(true, FP8ATTN_P_E4M3, true)); }
 TEST(Sanitize, DefaultFull) { run_kernel(shape(false, FP8ATTN_P_E4M3, true)); }
+TEST(Sanitize, DefaultSkipTiles) {
+  Shape s{1, 4096, 4096, 5, 1, true, FP8ATTN_P_E4M3};
+  s.k_head = true;
+  run_kernel(s);
+}
 TEST(Sanitize, DefaultLongTiles) {
   Shape s{1, 4096, 4096, 5, 1, false, FP8ATTN_P_E4M3};
   s.k_head = true;
