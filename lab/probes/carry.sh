@@ -11,7 +11,8 @@
 #   carry_patched REPO PATCH CARRY        here: REPO's HEAD with PATCH (a path inside REPO) applied
 #                                         in a temporary worktree, its library alone into CARRY
 #                                         (COMMIT names both)
-#   carry_release CARRY                   here: this tree's library alone (build-stage) into CARRY
+#   carry_release CARRY [BUILD]           here: this tree's library alone (built in BUILD, default
+#                                         build-stage) into CARRY
 #   carry_begin ARCHIVE NAME LOG DIR...   there: unpack ARCHIVE (prints nothing), FA3, the header
 #                                         and each DIR's COMMIT into LOG; sets B (the unpacked
 #                                         folder) and LD_LIBRARY_PATH for DIR (the first)
@@ -90,7 +91,7 @@ carry_patched() {
   return $rc
 }
 carry_release() {
-  carry_stage build-stage "$1" >/dev/null
+  carry_stage "${2:-build-stage}" "$1" >/dev/null
   rm -rf "$1/tests" "$1/fallback"
 }
 carry_begin() {

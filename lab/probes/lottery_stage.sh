@@ -11,15 +11,14 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 P=${LOT_PREFIX:-}  # a prefix for the folder names (several trees in one archive)
 ARCHIVE=${LOT_ARCHIVE:-$root/.carry/lot.tar.xz}
-specs=("$@")
-[[ "${1:-}" == none ]] && specs=()
-[[ ${#specs[@]} -gt 0 || "${1:-}" == none ]] || specs=(rul0:--register-usage-level=0 rul6:--register-usage-level=6 o1:-O1)
+if [[ "${1:-}" == none ]]; then specs=()
+elif [[ $# -eq 0 ]]; then specs=(rul0:--register-usage-level=0 rul6:--register-usage-level=6 o1:-O1)
+else specs=("$@"); fi
 tmp=$(mktemp -d)
 wt=$(mktemp -d "$(cd .. && pwd)/wt-lot.XXXXXX")
 git worktree add -q --detach "$wt" "${LOT_REF:-HEAD}"
 (cd "$wt" && git apply "$root/lab/variants/host-knobs.patch" && source lab/probes/carry.sh &&
-  carry_stage build-lot "$tmp/${P}rel" >/dev/null)
-rm -rf "$tmp/${P}rel/tests" "$tmp/${P}rel/fallback"
+  carry_release "$tmp/${P}rel" build-lot)
 echo "$(git rev-parse --short=12 "${LOT_REF:-HEAD}") + lab/variants/host-knobs.patch" > "$tmp/${P}rel/COMMIT"
 echo "${P}rel: $(cat "$tmp/${P}rel/COMMIT")" > "$tmp/BUILDS"
 for spec in "${specs[@]}"; do

@@ -62,7 +62,6 @@ def main():
         extra = per_file.get(str(src.relative_to(ROOT / "src")), "")
         cmd = (f"nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a "
                f"--expt-relaxed-constexpr -Xptxas=-v {extra} -I{ROOT}/include -I{ROOT}/src -c {src} -o {obj}")
-        stderr.append(f"# {src.name}: {extra or 'no per-file options'}")
         log = subprocess.run(cmd, shell=True, capture_output=True, text=True)
         if log.returncode != 0:
             sys.exit(log.stderr)
@@ -120,7 +119,8 @@ def main():
              "# FP16 P from E4M3 V^T: 40 / 232), stack/spill bytes from ptxas, QGMMA = FP8 wgmma instructions in the SASS,",
              "# HGMMA = FP16 wgmma instructions (P=fp16's P V), STL/LDL = local-memory",
              "# instructions in the consumer (before USETMAXREG.DEALLOC in program order) and producer code;",
-             "# 'ptxas: ... C75xx' lines are ptxas's performance notes (C7511: wgmmas serialised).", ""]
+             "# 'ptxas: ... C75xx' lines are ptxas's performance notes (C7511: wgmmas serialised).",
+             f"# per-file options (src/CMakeLists.txt): {per_file or 'none'}", ""]
     for name in sorted(set(ptxas) | set(kernels)):
         if "attention_fwd_kernel" not in name:
             continue
