@@ -52,10 +52,11 @@ def main():
     objdir = ROOT / ".cache" / "compiler_report"
     objdir.mkdir(parents=True, exist_ok=True)
     sources = sorted((ROOT / "src" / "attn" / "instantiations").glob("*.cu"))
-    # Per-file options src/CMakeLists.txt gives (set_source_files_properties ... COMPILE_OPTIONS).
-    per_file = {m[1]: m[2] for m in re.finditer(
-        r'set_source_files_properties\((\S+)\s+PROPERTIES\s+COMPILE_OPTIONS\s+"([^"]+)"\)',
-        (ROOT / "src" / "CMakeLists.txt").read_text())}
+    # Per-file options src/CMakeLists.txt gives (set_source_files_properties(FILE... PROPERTIES
+    # COMPILE_OPTIONS "..."), one or more files, on one line or several).
+    per_file = {f: m[2] for m in re.finditer(
+        r'set_source_files_properties\(([^()]+?)\s+PROPERTIES\s+COMPILE_OPTIONS\s+"([^"]+)"\)',
+        (ROOT / "src" / "CMakeLists.txt").read_text()) for f in m[1].split()}
     objs, stderr = [], []
     for src in sources:  # the flags of src/CMakeLists.txt that change code: -O3, -DNDEBUG, per file
         obj = objdir / (src.stem + ".o")
