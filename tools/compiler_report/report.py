@@ -102,16 +102,18 @@ def main():
 
     def short(n):
         # Config<PPrecision, two-level, block_n, stages, l from the tensor core, poly exp2 share,
-        # VtType, O through the TMA> (src/attn/config.h), as the Itanium ABI mangles it.
-        m = re.search(r"PPrecisionE(\d)ELb(\d)ELi(\d+)ELi(\d+)ELb(\d)ELi(\d+)ELNS\d_6VtTypeE(\d)ELb(\d)", n)
+        # VtType, O through the TMA, FirstBlock> (src/attn/config.h), as the Itanium ABI mangles it.
+        m = re.search(r"PPrecisionE(\d)ELb(\d)ELi(\d+)ELi(\d+)ELb(\d)ELi(\d+)ELNS\d_6VtTypeE(\d)ELb(\d)"
+                      r"(?:ELNS\d_10FirstBlockE(\d))?", n)
         if not m:
             return n
-        p, two, bn, st, tc, poly, vt, tma = m.groups()
+        p, two, bn, st, tc, poly, vt, tma, first = m.groups()
         pnames = {"0": "e4m3", "1": "e4m3_hilo", "2": "fp16"}
         return (f"P={pnames.get(p, p)} accumulation={'two-level' if two == '1' else 'one-level'} "
                 f"block_n={bn} stages={st} l={'tensor-core' if tc == '1' else 'fp32'} "
                 f"poly_exp_every={poly} vt={'fp16' if vt == '1' else 'e4m3'} "
-                f"o_store={'tma' if tma == '1' else 'registers'}")
+                f"o_store={'tma' if tma == '1' else 'registers'} "
+                f"first_block={ {'1': 'skip', '2': 'trim'}.get(first, 'whole') }")
 
     lines = [f"# compiler evidence for the attention kernels (tools/compiler_report/report.py)",
              f"# command: python3 tools/compiler_report/report.py (src/attn/instantiations/*.cu) ; nvcc: {sh('nvcc --version').stdout.splitlines()[-1]}",
