@@ -52,6 +52,11 @@ TRIM_SHAPES = [(16, 1024, 32, 32, False), (8, 2048, 32, 32, False), (16, 1024, 3
                (4, 4096, 16, 2, True), (2, 8000, 32, 32, True), (1, 16384, 32, 32, True)]
 LONG_SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 8, True), (1, 16384, 32, 32, True),
                (2, 8000, 32, 32, True), (2, 8192, 32, 32, False)]
+# --shape-set sections: causal rows whose (batch, head) pairs span several L2 sections, as
+# (b, sq, sk, h, h_kv, causal): the causal tile order's section sizes (attn/sections.h).
+SECTION_SHAPES = [(1, 2048, 16384, 32, 8, True), (4, 4096, 4096, 32, 32, True),
+                  (8, 2048, 2048, 32, 32, True), (16, 1024, 1024, 32, 32, True),
+                  (2, 8192, 8192, 32, 32, True), (1, 16384, 16384, 32, 32, True)]
 
 
 def parse_config(text):
@@ -65,9 +70,11 @@ def child(args, configs, fa3):
     lib = fc.load(configs[0]["lib"])
     records = []
     base_env = {k: os.environ.get(k) for c in configs for k in c["env"]}
-    sets = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES}[args.shape_set]
-    for (b, s, h, hkv, causal) in sets[: args.shapes]:
-        shape = Shape(b, s, s, h, hkv, 128, causal)
+    sets = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES,
+            "sections": SECTION_SHAPES}[args.shape_set]
+    for row in sets[: args.shapes]:
+        b, sq, sk, h, hkv, causal = row if len(row) == 6 else (row[0], row[1], *row[1:])
+        shape = Shape(b, sq, sk, h, hkv, 128, causal)
         sets = inputs(shape, args.seed)
         theirs = methods.rotating([methods._fa3_fp8(fa3, qz, causal) for qz in sets])
         order = configs if args.round % 2 == 0 else configs[::-1]
@@ -102,7 +109,7 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
-    ap.add_argument("--shape-set", choices=("short", "long", "trim"), default="short")
+    ap.add_argument("--shape-set", choices=("short", "long", "trim", "sections"), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
@@ -141,13 +148,13 @@ def main():
     for a, b in zip(records, records[1:]):
         if a.get("method") not in (None, "fa3_fp8") and b.get("method") == "fa3_fp8" and \
                 b["protocol"] == f"head_to_head:{a['method']}":
-            key = (a["method"], a["b"], a["sq"], a["causal"], a["h_kv"])
+            key = (a["method"], a["b"], a["sq"], a["causal"], a["h_kv"], a["sk"])
             ratios.setdefault(key, []).append(a["tflops_median"] / b["tflops_median"])
     print("config / FA3 FP8, mean over rounds (each round's ratio in brackets)")
     for key, rs in sorted(ratios.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][0])):
-        records.append({"summary": True, "method": key[0], "b": key[1], "sq": key[2], "causal": key[3], "h_kv": key[4],
-                        "ratio_mean": statistics.fmean(rs), "ratios": rs})
-        print(f"  b{key[1]:<2d} s{key[2]:<5d} h_kv {key[4]:<2d} causal={int(key[3])} {key[0]:14s} {statistics.fmean(rs):.4f} "
+        records.append({"summary": True, "method": key[0], "b": key[1], "sq": key[2], "sk": key[5], "causal": key[3],
+                        "h_kv": key[4], "ratio_mean": statistics.fmean(rs), "ratios": rs})
+        print(f"  b{key[1]:<2d} s{key[2]:<5d} sk {key[5]:<5d} h_kv {key[4]:<2d} causal={int(key[3])} {key[0]:14s} {statistics.fmean(rs):.4f} "
               f"[{', '.join(f'{x:.4f}' for x in rs)}]")
     path = probe_doc.write(args.out, "lottery_ab.json", records, torch.cuda.get_device_name())
     print(f"lottery_ab: wrote {path}")

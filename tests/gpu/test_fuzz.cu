@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/sections.h"
 #include "fp8attn/fp8attn.h"
 #include "tests/gpu/test_attention_util.cuh"
 
@@ -384,8 +385,9 @@ TEST(Fuzz, DryRunHostWork) {
   EXPECT_GT(sk_gt_sq, 0);
 }
 
-// The causal tile order in several sections of (batch, head) pairs (src/api.cu sizes a section to
-// half of L2; the fuzz's bounded shapes fit in one): 128 KV heads of 2048 keys, sampled rows.
+// The causal tile order in several sections of (batch, head) pairs (attn/scheduler.cuh: at most
+// half of L2 each, balanced; the fuzz's bounded shapes fit in one): 128 KV heads of 2048 keys,
+// sampled rows.
 TEST(Fuzz, MultiSectionCausalOrder) {
   FP8ATTN_REQUIRE_SM90();
   Shape s{1, 2048, 2048, 128, 128, true};
@@ -393,7 +395,7 @@ TEST(Fuzz, MultiSectionCausalOrder) {
   int l2 = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), cudaSuccess);
   const int64_t pair_bytes = int64_t(s.sk) * 128 * 2 / (s.h / s.h_kv);
-  const int64_t section_heads = std::clamp<int64_t>(l2 / 2 / pair_bytes, 1, int64_t(s.b) * s.h);
+  const int64_t section_heads = fp8attn::attn::balanced_section_pairs(int64_t(s.b) * s.h, l2 / 2 / pair_bytes);
   const int64_t sections = (int64_t(s.b) * s.h + section_heads - 1) / section_heads;
   std::printf("[ info ] L2 %d bytes: %lld pairs per section, %lld sections\n", l2,
               static_cast<long long>(section_heads), static_cast<long long>(sections));
