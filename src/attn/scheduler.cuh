@@ -59,15 +59,17 @@ struct TileScheduler {
   }
 
   // Host side. Causal tile order: sections of (batch, head) pairs whose K and V (E4M3, shared by
-  // q_per_kv query heads) take at most about half of L2, the pairs spread evenly over the fewest
-  // such sections (balanced_section_pairs). 0 (head-major) when not causal or not asked for.
+  // q_per_kv query heads) take at most about half of L2; with `balance`, the pairs spread evenly
+  // over the fewest such sections (balanced_section_pairs), else as many full sections as fit
+  // and the remainder last. 0 (head-major) when not causal or not asked for.
   static int section_heads(int batch, int heads, int heads_kv, int seqlen_k, bool causal,
-                           bool causal_sections, int l2_bytes) {
+                           bool causal_sections, bool balance, int l2_bytes) {
     if (!causal || !causal_sections) return 0;
     const int64_t kv_bytes_per_pair =
         std::max<int64_t>(1, int64_t{seqlen_k} * 128 * 2 / (heads / heads_kv));
-    return static_cast<int>(balanced_section_pairs(int64_t{batch} * heads,
-                                                   int64_t{l2_bytes} / 2 / kv_bytes_per_pair));
+    const int64_t pairs = int64_t{batch} * heads;
+    const int64_t cap = std::clamp<int64_t>(int64_t{l2_bytes} / 2 / kv_bytes_per_pair, 1, pairs);
+    return static_cast<int>(balance ? balanced_section_pairs(pairs, cap) : cap);
   }
   // Host side. One CTA per tile (the hardware block scheduler hands tiles out in order, heavy
   // first for causal), or, persistent, one CTA per SM claiming tiles from a counter; only when

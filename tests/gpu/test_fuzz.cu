@@ -386,20 +386,23 @@ TEST(Fuzz, DryRunHostWork) {
 }
 
 // The causal tile order in several sections of (batch, head) pairs (attn/scheduler.cuh: at most
-// half of L2 each, balanced; the fuzz's bounded shapes fit in one): 128 KV heads of 2048 keys,
-// sampled rows.
-TEST(Fuzz, MultiSectionCausalOrder) {
-  FP8ATTN_REQUIRE_SM90();
-  Shape s{1, 2048, 2048, 128, 128, true};
-  s.k_head = true;  // the default 192-key kernel
+// half of L2 each; the fuzz's bounded shapes fit in one), sampled rows: tiles of at most
+// kTrimTileKeys keys on average keep full sections and a remainder (128 KV heads of 2048 keys),
+// longer ones take balanced sections (64 KV heads of 4096 keys). Each shape must span several
+// sections with a last one smaller than the others.
+void multi_section(const Shape& s, bool balanced) {
   int l2 = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), cudaSuccess);
+  const int64_t pairs = int64_t(s.b) * s.h;
   const int64_t pair_bytes = int64_t(s.sk) * 128 * 2 / (s.h / s.h_kv);
-  const int64_t section_heads = fp8attn::attn::balanced_section_pairs(int64_t(s.b) * s.h, l2 / 2 / pair_bytes);
-  const int64_t sections = (int64_t(s.b) * s.h + section_heads - 1) / section_heads;
-  std::printf("[ info ] L2 %d bytes: %lld pairs per section, %lld sections\n", l2,
-              static_cast<long long>(section_heads), static_cast<long long>(sections));
+  const int64_t cap = std::clamp<int64_t>(l2 / 2 / pair_bytes, 1, pairs);
+  const int64_t section_heads = balanced ? fp8attn::attn::balanced_section_pairs(pairs, cap) : cap;
+  const int64_t sections = (pairs + section_heads - 1) / section_heads;
+  std::printf("[ info ] L2 %d bytes: %lld pairs per section, %lld sections, the last of %lld\n", l2,
+              static_cast<long long>(section_heads), static_cast<long long>(sections),
+              static_cast<long long>(pairs - (sections - 1) * section_heads));
   ASSERT_GE(sections, 2) << "the shape no longer spans several sections: make it larger";
+  ASSERT_LT(pairs - (sections - 1) * section_heads, section_heads) << "no partial last section";
   const uint64_t seed = env_u64("FP8ATTN_TEST_SEED", 0x5ec7);
   const Problem prob = make_problem(s, seed);
   FuzzRun run;
@@ -408,6 +411,20 @@ TEST(Fuzz, MultiSectionCausalOrder) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::string why = check_shape(prob, run, rows_to_check(s, seed));
   EXPECT_TRUE(why.empty()) << s.name() << ": " << why;
+}
+
+TEST(Fuzz, MultiSectionCausalOrder) {
+  FP8ATTN_REQUIRE_SM90();
+  Shape s{1, 2048, 2048, 128, 128, true};
+  s.k_head = true;  // the default 192-key kernels
+  multi_section(s, false);
+}
+
+TEST(Fuzz, MultiSectionBalanced) {
+  FP8ATTN_REQUIRE_SM90();
+  Shape s{1, 4096, 4096, 64, 64, true};
+  s.k_head = true;
+  multi_section(s, true);
 }
 
 // Fixed shapes the fuzz may not draw: a decode shape (sq = 1 against a long sk) and GQA 16, with
