@@ -3,10 +3,10 @@
 seventh session). Greedy list scheduling of the tiles, in the order attn/scheduler.cuh hands them
 out (sections of (batch, head) pairs, longest tile first inside a section), on 132 SMs; a tile
 costs its 192-key blocks plus `over` blocks of per-tile overhead. Prints, per sweep row, the
-efficiency (total work / (SMs x makespan)) of: the release's sections (at most half of a 50 MiB
-L2; `rel`), none (head-major), balanced sections (attn/sections.h; `bal`), and whole-L2 sections.
+efficiency (total work / (SMs x makespan)) of: the release's sections (at most half of L2;
+`rel`), none (head-major), balanced sections (attn/sections.h; `bal`), and whole-L2 sections.
 Ignores L2 misses and the warpgroup skip / trim.
-  python3 lab/tools/section_order_model.py
+  python3 lab/tools/section_order_model.py [L2_MIB]   (default 60: the H200 reports 62914560 bytes)
 """
 import heapq, math
 def order(b,h,M,sec):
@@ -30,7 +30,8 @@ def sim(b,h,hkv,sq,sk,sec,sms=132,BM=128,BN=192,over=2.0):
         s=heapq.heappop(heap); heapq.heappush(heap,s+cost(m))
     total=sum(cost(m) for m,_ in ts)
     return total/sms/max(heap)
-L2=50*2**20
+import sys
+L2=int(sys.argv[1] if len(sys.argv) > 1 else 60)*2**20  # MiB: the H200 reports 60
 for (b,h,hkv,sq,sk) in [(1,32,8,2048,16384),(2,32,32,8192,8192),(2,32,8,8192,8192),(1,32,32,16384,16384),(4,16,2,4096,4096),(16,32,32,1024,1024),(8,32,32,2048,2048),(4,32,32,4096,4096)]:
     per=max(1, sk*128*2//(h//hkv))
     cap=max(1,min(L2//2//per, b*h)); P=b*h
