@@ -299,7 +299,9 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       }
     } else {
       // Config::kSkipMaskedBlock alone: the skip, decided for warpgroup 0 only (64 rows span
-      // less than one block, so warpgroup 1 always sees some key of the tile's last block).
+      // less than one block, so warpgroup 1 always sees some key of the tile's last block). The
+      // lines after it repeat first_block's on purpose: calling first_block(s) here re-schedules
+      // the long-tile, skip-only and FP16 kernels (their SASS hashes change), unmeasured.
       if constexpr (Cfg::kSkipMaskedBlock) {
         if (p.causal && wg == 0 && n > kr.n_lo &&
             n * Cfg::kBlockN >= tile.m_block * Cfg::kBlockM + 64 + p.seqlen_k - p.seqlen_q) {
