@@ -156,7 +156,8 @@ def main():
                         "h_kv": key[4], "ratio_mean": statistics.fmean(rs), "ratios": rs})
         print(f"  b{key[1]:<2d} s{key[2]:<5d} sk {key[5]:<5d} h_kv {key[4]:<2d} causal={int(key[3])} {key[0]:14s} {statistics.fmean(rs):.4f} "
               f"[{', '.join(f'{x:.4f}' for x in rs)}]")
-    path = probe_doc.write(args.out, "lottery_ab.json", records, torch.cuda.get_device_name())
+    path = probe_doc.write(args.out, "lottery_ab.json", records, torch.cuda.get_device_name(),
+                           builds=probe_doc.lib_commits({c["tag"]: c["lib"] for c in configs}))
     print(f"lottery_ab: wrote {path}")
     return 0
 
