@@ -68,12 +68,9 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info, c
   if (tiles >= (int64_t{1} << 31)) return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "too many tiles");
   kp.num_tiles = static_cast<int>(tiles);
   kp.causal = p.causal;
-  // Balanced sections where tiles visit more than kTrimTileKeys keys on average: measured +3%
-  // at GQA 2k x 16k causal (its remainder section held 2 of 32 pairs) and +1% at 4k causal, but
-  // -0.9% at 16 x 1k causal (docs/kernel.md, "Configurations and dispatch").
   kp.section_heads = TileScheduler::section_heads(p.batch, p.heads, p.heads_kv, p.seqlen_k, p.causal,
-                                                  opts.causal_sections,
-                                                  average_keys(p) > kTrimTileKeys, dev_info.l2_bytes);
+                                                  opts.causal_sections, balanced_sections(p),
+                                                  dev_info.l2_bytes);
   kp.softmax_scale_log2 = p.softmax_scale * 1.4426950408889634f;
   kp.o = static_cast<__nv_bfloat16*>(p.o);
   kp.o_stride_b = p.o_stride_b;

@@ -69,6 +69,12 @@ constexpr bool short_tiles(const fp8attn_fwd_params& p) {
 inline constexpr int kTrimTileKeys = 1024;
 constexpr bool trim_tiles(const fp8attn_fwd_params& p) { return average_keys(p) <= kTrimTileKeys; }
 
+// The causal tile order's L2 sections balanced (attn/sections.h) where tiles visit more than
+// kTrimTileKeys keys on average: measured +3% at GQA 2k x 16k causal (its remainder section held
+// 2 of 32 pairs) and +1% at 4k causal, but -0.9% at 16 x 1k causal (docs/kernel.md,
+// "Configurations and dispatch"). Every kernel's launch asks (launch.cuh).
+constexpr bool balanced_sections(const fp8attn_fwd_params& p) { return average_keys(p) > kTrimTileKeys; }
+
 // The E4M3-P kernel for one K descale per head (or none), by the tiles' length.
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
   if (trim_tiles(p)) return KernelId::kE4M3Block192Trim;

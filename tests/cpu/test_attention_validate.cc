@@ -114,6 +114,28 @@ TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
   }
 }
 
+// Causal L2 sections balanced exactly where tiles visit more than kTrimTileKeys keys on average
+// (bottom-right causal), whatever the mask and the kernel.
+TEST(AttentionSelect, BalancedSectionsBeyondTrimTiles) {
+  std::mt19937 rng(std::random_device{}());
+  const struct {
+    int sq, sk, causal;
+    bool balanced;
+  } cases[] = {{1024, 1024, 1, false}, {2048, 2048, 1, false}, {2049, 2049, 1, false},
+               {2050, 2050, 1, true},  {4096, 4096, 1, true},  {2048, 16384, 1, true},
+               {8192, 8192, 1, true},  {16384, 2048, 1, false}, {1, 1025, 1, false},
+               {1, 1026, 1, true},     {1024, 1024, 0, false}, {1, 1025, 0, true}};
+  for (const auto& c : cases) {
+    fp8attn_fwd_params p = valid_params(rng);
+    p.seqlen_q = c.sq;
+    p.seqlen_k = c.sk;
+    p.causal = c.causal;
+    EXPECT_EQ(fp8attn::attn::balanced_sections(p), c.balanced)
+        << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
+    EXPECT_EQ(fp8attn::attn::balanced_sections(p), !trim_tiles(p));
+  }
+}
+
 // The selection is what the library shipped before it became a function: E4M3 P one-level with
 // 192-key blocks, 128 with a per-block K descale; hi+lo two-level; FP16 one configuration.
 TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
