@@ -32,6 +32,15 @@ fp8attn_fwd_params valid_params(std::mt19937& rng) {
   return p;
 }
 
+// valid_params with these lengths and mask (the selection tests' rows).
+fp8attn_fwd_params with_lengths(std::mt19937& rng, int sq, int sk, int causal) {
+  fp8attn_fwd_params p = valid_params(rng);
+  p.seqlen_q = sq;
+  p.seqlen_k = sk;
+  p.causal = causal;
+  return p;
+}
+
 void expect_rejected(const fp8attn_fwd_params& p, const std::string& names) {
   EXPECT_EQ(validate(&p), FP8ATTN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp8attn_last_error()).find(names), std::string::npos)
@@ -105,10 +114,7 @@ TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
                {8193, 8193, 1, kShort},  {8194, 8194, 1, kLong},   {16384, 16384, 1, kLong},
                {1, 4097, 1, kShort},     {1, 4098, 1, kLong}};
   for (const auto& c : cases) {
-    fp8attn_fwd_params p = valid_params(rng);
-    p.seqlen_q = c.sq;
-    p.seqlen_k = c.sk;
-    p.causal = c.causal;
+    fp8attn_fwd_params p = with_lengths(rng, c.sq, c.sk, c.causal);
     p.p_precision = FP8ATTN_P_E4M3;
     EXPECT_EQ(select_kernel(p), c.want) << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
   }
@@ -126,10 +132,7 @@ TEST(AttentionSelect, BalancedSectionsBeyondTrimTiles) {
                {8192, 8192, 1, true},  {16384, 2048, 1, false}, {1, 1025, 1, false},
                {1, 1026, 1, true},     {1024, 1024, 0, false}, {1, 1025, 0, true}};
   for (const auto& c : cases) {
-    fp8attn_fwd_params p = valid_params(rng);
-    p.seqlen_q = c.sq;
-    p.seqlen_k = c.sk;
-    p.causal = c.causal;
+    const fp8attn_fwd_params p = with_lengths(rng, c.sq, c.sk, c.causal);
     EXPECT_EQ(fp8attn::attn::balanced_sections(p), c.balanced)
         << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
     EXPECT_EQ(fp8attn::attn::balanced_sections(p), !trim_tiles(p));
