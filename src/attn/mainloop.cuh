@@ -3,7 +3,6 @@
 // the epilogue.
 #pragma once
 #include <cstdint>
-#include <type_traits>
 
 #include "attn/config.h"
 #include "attn/epilogue.cuh"
