@@ -34,7 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/sections.h"
+#include "attn/scheduler.cuh"
+#include "attn/select.h"
 #include "fp8attn/fp8attn.h"
 #include "tests/gpu/test_attention_util.cuh"
 
@@ -389,24 +390,25 @@ TEST(Fuzz, DryRunHostWork) {
 // half of L2 each; the fuzz's bounded shapes fit in one), sampled rows: tiles of at most
 // kTrimTileKeys keys on average keep full sections and a remainder (128 KV heads of 2048 keys),
 // longer ones take balanced sections (64 KV heads of 4096 keys). Each shape must span several
-// sections with a last one smaller than the others.
+// sections with a last one smaller than the others; the section size is the launch's own
+// (TileScheduler::section_heads, with select.h's rule for balancing).
 void multi_section(const Shape& s, bool balanced) {
   int l2 = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), cudaSuccess);
+  const uint64_t seed = env_u64("FP8ATTN_TEST_SEED", 0x5ec7);
+  const Problem prob = make_problem(s, seed);
+  FuzzRun run;
+  setup(run, prob, false);
+  ASSERT_EQ(fp8attn::attn::balanced_sections(run.p), balanced) << "the shape no longer takes that order";
   const int64_t pairs = int64_t(s.b) * s.h;
-  const int64_t pair_bytes = int64_t(s.sk) * 128 * 2 / (s.h / s.h_kv);
-  const int64_t cap = std::clamp<int64_t>(l2 / 2 / pair_bytes, 1, pairs);
-  const int64_t section_heads = balanced ? fp8attn::attn::balanced_section_pairs(pairs, cap) : cap;
+  const int64_t section_heads = fp8attn::attn::TileScheduler::section_heads(
+      s.b, s.h, s.h_kv, s.sk, /*causal=*/true, /*causal_sections=*/true, balanced, l2);
   const int64_t sections = (pairs + section_heads - 1) / section_heads;
   std::printf("[ info ] L2 %d bytes: %lld pairs per section, %lld sections, the last of %lld\n", l2,
               static_cast<long long>(section_heads), static_cast<long long>(sections),
               static_cast<long long>(pairs - (sections - 1) * section_heads));
   ASSERT_GE(sections, 2) << "the shape no longer spans several sections: make it larger";
   ASSERT_LT(pairs - (sections - 1) * section_heads, section_heads) << "no partial last section";
-  const uint64_t seed = env_u64("FP8ATTN_TEST_SEED", 0x5ec7);
-  const Problem prob = make_problem(s, seed);
-  FuzzRun run;
-  setup(run, prob, false);
   ASSERT_EQ(fp8attn_attention_fwd(&run.p, nullptr), FP8ATTN_SUCCESS) << fp8attn_last_error();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::string why = check_shape(prob, run, rows_to_check(s, seed));
