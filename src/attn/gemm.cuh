@@ -70,8 +70,11 @@ __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uin
 // With P hi+lo, each k-step issues the lo term too, into the same accumulator.
 // FP16 P: kBlockN/16 k-steps of 16 keys, four per 64-key FP16 half (32 bytes each inside the
 // 128-byte swizzle row, as the QK^T's k-steps).
-template <class Cfg, bool kAccumulate>
-__device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
+// kAccRegs = 68 (kTcRowSum): m64n136k32, the atom's 8 ones rows after its 128 channels.
+template <class Cfg, bool kAccumulate, int kAccRegs>
+__device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragments<Cfg>& pf, uint32_t v_addr) {
+  static_assert(kAccRegs == 64 || (kAccRegs == 68 && Cfg::kTcRowSum && !Cfg::kFP16P),
+                "m64n128 (O), or m64n136 (O and the row sums) for l from the tensor core");
   if constexpr (Cfg::kFP16P) {
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk) {
@@ -84,7 +87,7 @@ __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>
     const uint32_t dv0 = D::lo(v_addr);
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
-      const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32) / 16);
+      const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomStride + (kk % 2) * 32) / 16);
       const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
       ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
       if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {
@@ -101,19 +104,20 @@ __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>
 //   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
 //              fewer live registers, so 192/224-key blocks fit; the tensor core's truncating
 //              accumulation spans all keys.
-// l: with kTcRowSum (the E4M3 one-level default) each k-step also issues P against a block of
-// E4M3 ones into l_blk, a fresh accumulator per block that the softmax adds to its FP32 l (one
-// accumulator across all blocks would sum in the tensor core's truncating accumulation and is
-// biased). Otherwise the softmax sums the FP32 p itself.
+// l: with kTcRowSum (the E4M3 one-level default) the P V product is m64n136k32: its last 8
+// columns are P against the E4M3 ones that follow each V^T atom (Config::kVAtomStride), so one
+// wgmma per k-step gives O and the row sums of the rounded P that weighted V. Those 4 registers
+// (o[64..67]) are zeroed before each block's product, so they hold that block's sums alone,
+// which the softmax adds to its FP32 l (one accumulation across all blocks would sum in the
+// tensor core's truncating accumulation and is biased). Otherwise the softmax sums the FP32 p.
 template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
   static constexpr int kRegs = 64;
   static constexpr bool kTcRowSum = Softmax<Cfg>::kTcRowSum;
-  float o[kRegs];
+  static_assert(!(kTcRowSum && kTwoLevel), "the row sums ride on the one-level accumulator");
+  float o[kRegs + (kTcRowSum ? 4 : 0)];  // O; kTcRowSum: then this block's row sums of P
   float o_blk[kTwoLevel ? kRegs : 1];
-  float l_blk[4];  // kTcRowSum: this block's row sums of P (fresh each block)
-  uint32_t ones_addr = 0;
 
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -129,19 +133,22 @@ struct PVAccumulator {
         for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
       }
     }
+    // The row sums restart from 0: min(|x|, 0) is +0 for every x, NaN and the registers' value
+    // before a tile's first block included. Assigning the constant 0 instead (here, or once per
+    // tile) made ptxas serialize every wgmma of the kernel (C7511).
+    if constexpr (kTcRowSum) {
+#pragma unroll
+      for (int i = kRegs; i < kRegs + 4; ++i) o[i] = fminf(fabsf(o[i]), 0.f);
+    }
   }
   __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr) {
     if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
     else issue_pv<Cfg, true>(o, pf, v_addr);
-    if constexpr (kTcRowSum) {
-      const uint64_t d1 = ptx::make_desc_kmajor<64>(ones_addr);  // ones_addr: warp-uniform
-#pragma unroll
-      for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
-        const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
-        ptx::wgmma_rs(l_blk, a, d1, kk > 0);
-      }
-    }
   }
+  // This block's row sums of P (kTcRowSum, after the wait), as the m64n8 columns lay them out:
+  // registers 64, 65 hold row r0's (twice), 66, 67 row r0 + 8's.
+  __device__ __forceinline__ float block_sum_r0() const { return o[kRegs]; }
+  __device__ __forceinline__ float block_sum_r8() const { return o[kRegs + 2]; }
   // After the PV wgmma has completed.
   __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
     if constexpr (kTwoLevel) {
@@ -152,11 +159,7 @@ struct PVAccumulator {
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < kRegs; ++i) ptx::fence_operand(o[i]);
-    }
-    if constexpr (kTcRowSum) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) ptx::fence_operand(l_blk[i]);
+      for (int i = 0; i < kRegs + (kTcRowSum ? 4 : 0); ++i) ptx::fence_operand(o[i]);
     }
   }
 };
