@@ -52,6 +52,9 @@ TRIM_SHAPES = [(16, 1024, 32, 32, False), (8, 2048, 32, 32, False), (16, 1024, 3
                (4, 4096, 16, 2, True), (2, 8000, 32, 32, True), (1, 16384, 32, 32, True)]
 LONG_SHAPES = [(2, 8192, 32, 32, True), (2, 8192, 32, 8, True), (1, 16384, 32, 32, True),
                (2, 8000, 32, 32, True), (2, 8192, 32, 32, False)]
+# --shape-set all: every E4M3 kernel's rows (a change to all three 192-key kernels): the trim
+# set plus the long-tile kernel's non-causal rows.
+ALL_SHAPES = TRIM_SHAPES + [(2, 8192, 32, 32, False), (4, 4096, 32, 32, False)]
 # --shape-set sections: causal rows whose (batch, head) pairs span several L2 sections, as
 # (b, sq, sk, h, h_kv, causal): the causal tile order's section sizes (attn/sections.h).
 SECTION_SHAPES = [(1, 2048, 16384, 32, 8, True), (4, 4096, 4096, 32, 32, True),
@@ -71,7 +74,7 @@ def child(args, configs, fa3):
     records = []
     base_env = {k: os.environ.get(k) for c in configs for k in c["env"]}
     sets = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES,
-            "sections": SECTION_SHAPES}[args.shape_set]
+            "sections": SECTION_SHAPES, "all": ALL_SHAPES}[args.shape_set]
     for row in sets[: args.shapes]:
         b, sq, sk, h, hkv, causal = row if len(row) == 6 else (row[0], row[1], *row[1:])
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
@@ -109,7 +112,7 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
-    ap.add_argument("--shape-set", choices=("short", "long", "trim", "sections"), default="short")
+    ap.add_argument("--shape-set", choices=("short", "long", "trim", "sections", "all"), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)

@@ -180,6 +180,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     softmax.init();
     PVAccumulator<Cfg> acc;
     acc.zero();
+    if constexpr (Softmax<Cfg>::kTcRowSum && !Cfg::kFusedRowSum) acc.ones_addr = ptx::smem_addr(sm.ones.b);
     EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
       if constexpr (Cfg::kTmaStoreO) eo.load(p, tile, row0, kv_head_published);
