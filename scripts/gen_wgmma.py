@@ -8,7 +8,8 @@ invites typos, so this script writes them. Run: python3 scripts/gen_wgmma.py
 import pathlib
 
 SS_N = (64, 128, 192, 224)  # QK^T: N = keys per block (64, 128: a tile's trimmed first block)
-RS_N = (128, 8)  # PV: N = head dim; N = 8: row sums of P against a block of ones
+RS_N = (128, 136, 8)  # PV: N = head dim; 136: head dim + 8 rows of ones (O and P's row sums in one
+# product, Config::kFusedRowSum); N = 8: row sums of P against a block of ones
 RS_F16_N = (128,)  # FP16 P V (FP8ATTN_P_FP16): N = head dim
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The attention kernel's steady-state loop in a `cuobjdump -sass` listing (with encodings): the
-smallest backward-branch loop holding both the QK^T (QGMMA 64xN) and the P V (QGMMA 64x128, or
+smallest backward-branch loop holding both the QK^T (QGMMA 64xN) and the P V (QGMMA 64x128 or 64x136, or
 HGMMA 64x128 for FP16 P) wgmmas. Prints its size, start address (mod 128), the sum of the control
 codes' stall counts, the count of instructions that wait on a scoreboard, the counts of the
 instruction classes that bound a block (MUFU.EX2, wgmmas, conversions, local memory), and writes
@@ -39,7 +39,7 @@ def inner_loop(ins):
     def has(s, e, pat):
         return any(re.search(pat, ins[j][1]) for j in range(s, e + 1))
     cands = [(e - s, s, e) for s, e in loops
-             if has(s, e, r"QGMMA\.64x(128|192|224)") and has(s, e, r"[QH]GMMA\.64x128x(32|16)")
+             if has(s, e, r"QGMMA\.64x(128|192|224)") and has(s, e, r"[QH]GMMA\.64x(128|136)x(32|16)")
              and (has(s, e, r"HGMMA\.64x128") or has(s, e, r"QGMMA\.64x(192|224)"))]
     if not cands:
         return None

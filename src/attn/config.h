@@ -21,13 +21,22 @@ enum class FirstBlock : int { kWhole = 0, kSkip = 1, kTrim = 2 };
 
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
           int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false,
-          FirstBlock kFirst_ = FirstBlock::kWhole>
+          FirstBlock kFirst_ = FirstBlock::kWhole, bool kFusedRowSum_ = false>
 struct Config {
   // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
   // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
   // the FP32 l once per block, so 96 FADD per thread per block leave the softmax. Otherwise l is
   // the FP32 sum of the unrounded p. Summed in the overlapped order only (one-level kernels).
   static constexpr bool kTcRowSum = kTcRowSum_;
+  // With kTcRowSum: the row sums from the P V product itself, an m64n136k32 per k-step whose
+  // last 8 columns read the 8 rows of E4M3 ones after each V^T atom (kVAtomStride), instead of
+  // a separate m64n8k32 per k-step: 6 wgmmas fewer per 192-key block inside the ping-pong turn.
+  // The trimmed-first-block kernel only: measured +1-3% on its rows (16 x 1k both masks, 8 x 2k
+  // causal) head to head with FA3 FP8, while the re-scheduled long-tile kernel lost 8-9% and the
+  // skip-only kernel up to 3.6% (docs/kernel.md, "Configurations and dispatch").
+  static constexpr bool kFusedRowSum = kFusedRowSum_;
+  static_assert(!kFusedRowSum || (kTcRowSum && kP_ == PPrecision::kE4M3 && kVt_ == VtType::kE4M3),
+                "the fused row sums: l from the tensor core, E4M3 P against the E4M3 V^T ring");
   // Every kPolyExpEvery-th group of 8 keys takes its exponentials from a polynomial on the FMA
   // pipe instead of MUFU (0 = none): MUFU's 16 results/clk/SM equal the FP8 tensor rate at
   // d = 128, so moving a share off it leaves slack for the overlap.
@@ -101,8 +110,14 @@ struct Config {
   static constexpr int kVAtomKeys = 64;
   static constexpr int kVAtoms = (kBlockN + kVAtomKeys - 1) / kVAtomKeys;
   static constexpr int kVAtomBytes = kHeadDim * kVAtomKeys;
+  // kFusedRowSum: each atom is followed by 8 rows of E4M3 ones (one 512-byte group of the 64-byte
+  // swizzle), written once at the kernel's start, so that one m64n136k32 per k-step reads V^T's
+  // 128 channels and the ones: O and the row sums of P in one product (PVAccumulator). The TMA
+  // fills the first kVAtomBytes of each atom.
+  static constexpr int kOnesRowBytes = kFusedRowSum ? 8 * kVAtomKeys : 0;
+  static constexpr int kVAtomStride = kVAtomBytes + kOnesRowBytes;
   // The E4M3 V ring (16 bytes, unused, when the TMA loads FP16 V^T).
-  static constexpr int kVTileSmemBytes = kVtF16 ? 16 : kVAtoms * kVAtomBytes;
+  static constexpr int kVTileSmemBytes = kVtF16 ? 16 : kVAtoms * kVAtomStride;
   // FP16 P: V in FP16, [kBlockN / 64 halves of 64 keys][128 channels][64 keys] (128-byte rows:
   // one 128-byte swizzle row), K-major for the FP16 wgmma's B, keys in natural order.
   static constexpr int kV16HalfKeys = 64;
@@ -110,7 +125,7 @@ struct Config {
   static constexpr int kV16Halves = kBlockN / kV16HalfKeys;
   static constexpr int kV16TileBytes = kFP16P ? kV16Halves * kV16HalfBytes : 16;
   // TMA bytes per V tile: E4M3 atoms, or (FP16 V^T) the FP16 halves straight into v16.
-  static constexpr int kTileBytesV = kVtF16 ? kV16TileBytes : kVTileSmemBytes;
+  static constexpr int kTileBytesV = kVtF16 ? kV16TileBytes : kVAtoms * kVAtomBytes;
   static_assert(!kVtF16 || kFP16P, "FP16 V^T feeds the FP16 P V product only");
   static_assert(!kFP16P || (kBlockN % kV16HalfKeys == 0 && !kTwoLevel),
                 "FP16 P: one-level accumulation, whole 64-key FP16 halves per block");

@@ -70,8 +70,11 @@ __device__ __forceinline__ void issue_qk(float (&s)[kRegs], uint32_t q_addr, uin
 // With P hi+lo, each k-step issues the lo term too, into the same accumulator.
 // FP16 P: kBlockN/16 k-steps of 16 keys, four per 64-key FP16 half (32 bytes each inside the
 // 128-byte swizzle row, as the QK^T's k-steps).
-template <class Cfg, bool kAccumulate>
-__device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>& pf, uint32_t v_addr) {
+// kAccRegs = 68 (Config::kFusedRowSum): m64n136k32, the atom's 8 ones rows after its 128 channels.
+template <class Cfg, bool kAccumulate, int kAccRegs>
+__device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragments<Cfg>& pf, uint32_t v_addr) {
+  static_assert(kAccRegs == 64 || (kAccRegs == 68 && Cfg::kFusedRowSum),
+                "m64n128 (O), or m64n136 (O and the row sums) for l from the tensor core");
   if constexpr (Cfg::kFP16P) {
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk) {
@@ -84,7 +87,7 @@ __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>
     const uint32_t dv0 = D::lo(v_addr);
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
-      const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomBytes + (kk % 2) * 32) / 16);
+      const uint64_t dv = D::make(dv0 + ((kk / 2) * Cfg::kVAtomStride + (kk % 2) * 32) / 16);
       const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
       ptx::wgmma_rs(acc, a, dv, kAccumulate || kk > 0);
       if constexpr (Cfg::kP == PPrecision::kE4M3HiLo) {
@@ -101,19 +104,26 @@ __device__ __forceinline__ void issue_pv(float (&acc)[64], const PFragments<Cfg>
 //   one-level: O *= alpha, then the wgmma accumulates P V_n into O itself (as FlashAttention-3):
 //              fewer live registers, so 192/224-key blocks fit; the tensor core's truncating
 //              accumulation spans all keys.
-// l: with kTcRowSum (the E4M3 one-level default) each k-step also issues P against a block of
-// E4M3 ones into l_blk, a fresh accumulator per block that the softmax adds to its FP32 l (one
-// accumulator across all blocks would sum in the tensor core's truncating accumulation and is
-// biased). Otherwise the softmax sums the FP32 p itself.
+// l: with kTcRowSum (the E4M3 one-level default) the tensor core sums the rounded P that
+// weighted V, per block, in one of two ways:
+//   separate: each P V k-step also issues m64n8k32 of P against a block of E4M3 ones (sm.ones)
+//             into l_blk, a fresh accumulator per block;
+//   fused (Config::kFusedRowSum): the P V k-step itself is m64n136k32, whose last 8 columns are
+//             P against the E4M3 ones that follow each V^T atom (Config::kVAtomStride); their 4
+//             registers (o[64..67]) restart from 0 every block.
+// Either way the block's sums are added to the FP32 l by the softmax (one accumulation across
+// all blocks would sum in the tensor core's truncating accumulation and is biased). Without
+// kTcRowSum the softmax sums the FP32 p itself.
 template <class Cfg>
 struct PVAccumulator {
   static constexpr bool kTwoLevel = Cfg::kTwoLevel;
   static constexpr int kRegs = 64;
   static constexpr bool kTcRowSum = Softmax<Cfg>::kTcRowSum;
-  float o[kRegs];
+  static constexpr bool kFused = Cfg::kFusedRowSum;
+  float o[kRegs + (kFused ? 4 : 0)];  // O; fused: then this block's row sums of P
   float o_blk[kTwoLevel ? kRegs : 1];
-  float l_blk[4];  // kTcRowSum: this block's row sums of P (fresh each block)
-  uint32_t ones_addr = 0;
+  float l_blk[kTcRowSum && !kFused ? 4 : 1];  // separate: this block's row sums of P
+  uint32_t ones_addr = 0;                      // separate: sm.ones
 
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -129,11 +139,18 @@ struct PVAccumulator {
         for (int i = 0; i < 64; ++i) o[i] *= alpha[(i >> 1) & 1];
       }
     }
+    // Fused: the row sums restart from 0. min(|x|, 0) is +0 for every x, NaN and the registers'
+    // value before a tile's first block included; assigning the constant 0 instead (here, or
+    // once per tile) made ptxas serialize every wgmma of the kernel (C7511).
+    if constexpr (kFused) {
+#pragma unroll
+      for (int i = kRegs; i < kRegs + 4; ++i) o[i] = fminf(fabsf(o[i]), 0.f);
+    }
   }
   __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr) {
     if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
     else issue_pv<Cfg, true>(o, pf, v_addr);
-    if constexpr (kTcRowSum) {
+    if constexpr (kTcRowSum && !kFused) {
       const uint64_t d1 = ptx::make_desc_kmajor<64>(ones_addr);  // ones_addr: warp-uniform
 #pragma unroll
       for (int kk = 0; kk < Cfg::kBlockN / 32; ++kk) {
@@ -141,6 +158,16 @@ struct PVAccumulator {
         ptx::wgmma_rs(l_blk, a, d1, kk > 0);
       }
     }
+  }
+  // This block's row sums of P (kTcRowSum, after the wait), as the m64n8 columns lay them out:
+  // registers 0, 1 hold row r0's (twice), 2, 3 row r0 + 8's (fused: o[64..67]).
+  __device__ __forceinline__ float block_sum_r0() const {
+    if constexpr (kFused) return o[kRegs];
+    else return l_blk[0];
+  }
+  __device__ __forceinline__ float block_sum_r8() const {
+    if constexpr (kFused) return o[kRegs + 2];
+    else return l_blk[2];
   }
   // After the PV wgmma has completed.
   __device__ __forceinline__ void after_wait(const float (&alpha)[2]) {
@@ -152,9 +179,9 @@ struct PVAccumulator {
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < kRegs; ++i) ptx::fence_operand(o[i]);
+      for (int i = 0; i < kRegs + (kFused ? 4 : 0); ++i) ptx::fence_operand(o[i]);
     }
-    if constexpr (kTcRowSum) {
+    if constexpr (kTcRowSum && !kFused) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) ptx::fence_operand(l_blk[i]);
     }

@@ -69,9 +69,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     }
     ptx::mbar_fence_init();
   }
-  if constexpr (Softmax<Cfg>::kTcRowSum) {
-    for (int i = threadIdx.x; i < static_cast<int>(sizeof(sm.ones)) / 4; i += Cfg::kThreads)
-      reinterpret_cast<uint32_t*>(sm.ones)[i] = 0x38383838u;  // E4M3 1.0
+  if constexpr (Cfg::kFusedRowSum) {
+    // The ones rows after every V^T atom of every stage (Config::kVAtomStride); the TMA never
+    // writes them. Any swizzle reads 1 from bytes that are all 1.
+    constexpr int kWords = Cfg::kOnesRowBytes / 4;
+    for (int i = threadIdx.x; i < Cfg::kStages * Cfg::kVAtoms * kWords; i += Cfg::kThreads) {
+      const int atom = i / kWords;  // stage * kVAtoms + atom within the stage
+      reinterpret_cast<uint32_t*>(sm.v[atom / Cfg::kVAtoms] + (atom % Cfg::kVAtoms) * Cfg::kVAtomStride +
+                                  Cfg::kVAtomBytes)[i % kWords] = 0x38383838u;  // E4M3 1.0
+    }
+    ptx::fence_proxy_async_shared();  // visible to the wgmma (async proxy)
+  } else if constexpr (Softmax<Cfg>::kTcRowSum) {
+    for (int i = threadIdx.x; i < static_cast<int>(sizeof(sm.ones.b)) / 4; i += Cfg::kThreads)
+      reinterpret_cast<uint32_t*>(sm.ones.b)[i] = 0x38383838u;  // E4M3 1.0
     ptx::fence_proxy_async_shared();  // visible to the wgmma (async proxy)
   }
   __syncthreads();

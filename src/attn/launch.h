@@ -29,10 +29,11 @@ using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /
 using KernelE4M3Block192TmaStore =
     Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
            FirstBlock::kSkip>;
-// ... or trimmed to the keys the warpgroup sees (the shortest tiles, select.h).
+// ... or trimmed to the keys the warpgroup sees (the shortest tiles, select.h), with the row
+// sums from the P V product itself.
 using KernelE4M3Block192Trim =
     Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
-           FirstBlock::kTrim>;
+           FirstBlock::kTrim, /*kFusedRowSum=*/true>;
 using KernelE4M3Block128 = Config<PPrecision::kE4M3, false, 128, 3, true>;
 using KernelE4M3HiLoTwoLevel = Config<PPrecision::kE4M3HiLo, true, 128, 2, false>;
 using KernelFP16Block128 = Config<PPrecision::kFP16, false, 128, 2, false>;

@@ -180,7 +180,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     softmax.init();
     PVAccumulator<Cfg> acc;
     acc.zero();
-    acc.ones_addr = ptx::smem_addr(sm.ones);
+    if constexpr (Softmax<Cfg>::kTcRowSum && !Cfg::kFusedRowSum) acc.ones_addr = ptx::smem_addr(sm.ones.b);
     EpilogueOperands eo;
     if (kr.n_hi <= kr.n_lo) {  // no visible key for any row of the tile
       if constexpr (Cfg::kTmaStoreO) eo.load(p, tile, row0, kv_head_published);
@@ -350,7 +350,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       release(PVOperand<Cfg>::empty(sm, KV::stage_of(it_k - 1)));
       ++it_k;
       acc.after_wait(alpha);
-      if constexpr (Softmax<Cfg>::kTcRowSum) softmax.add_block_sum(acc.l_blk, alpha_next);
+      if constexpr (Softmax<Cfg>::kTcRowSum) softmax.add_block_sum(acc.block_sum_r0(), acc.block_sum_r8(), alpha_next);
       make_p_fragments<Cfg>(s, pf);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
@@ -376,7 +376,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     acc.after_wait(alpha);
     if constexpr (Softmax<Cfg>::kTcRowSum) {
       const float one[2] = {1.f, 1.f};
-      softmax.add_block_sum(acc.l_blk, one);
+      softmax.add_block_sum(acc.block_sum_r0(), acc.block_sum_r8(), one);
     }
 
     epilogue<Cfg>(p, tile, row0, wg, o_buf, acc, softmax, eo);

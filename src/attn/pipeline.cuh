@@ -14,17 +14,29 @@ namespace fp8attn::attn {
 inline constexpr int kOHalfBytes = 64 * 64 * 2;
 inline constexpr int kOStageBytes = 2 * kOHalfBytes;
 
+// The separate row-sum wgmma's ones (1 KiB: the 64B-swizzle atom of 8 rows is 512 B); 16 unused
+// bytes in the kernels without l from the tensor core; nothing (an empty member) with the fused
+// row sums.
+template <int kBytes>
+struct alignas(1024) OnesTile {
+  uint8_t b[kBytes];
+};
+template <>
+struct OnesTile<0> {};
+
 // Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.
 template <class Cfg>
 struct alignas(1024) SharedStorage {
   alignas(1024) uint8_t q[2][Cfg::kTileBytesQ];  // double buffer: the next tile's Q loads early
   alignas(1024) uint8_t k[Cfg::kStages][Cfg::kTileBytesK];
+  // E4M3 V^T atoms (kFusedRowSum: each followed by 8 rows of E4M3 ones, Config::kVAtomStride).
   alignas(1024) uint8_t v[Cfg::kStages][Cfg::kVTileSmemBytes];
   // FP16 P: V in FP16 (Config::kV16*), a ring in step with v (16 bytes otherwise): converted
   // from v by the converter warps, or (FP16 V^T) loaded by the TMA, which then leaves v unused.
   alignas(1024) uint8_t v16[Cfg::kFP16P ? Cfg::kStages : 1][Cfg::kV16TileBytes];
-  // E4M3 ones (0x38): the B operand of the row-sum wgmma (kTcRowSum). Any layout reads 1.
-  alignas(1024) uint8_t ones[Cfg::kTcRowSum ? 1024 : 16];  // 1 KiB: the 64B-swizzle atom of 8 rows is 512 B
+  // E4M3 ones (0x38): the B operand of the separate row-sum wgmma (kTcRowSum without
+  // kFusedRowSum; any layout reads 1). None with kFusedRowSum (whose ones follow V^T's atoms).
+  [[no_unique_address]] OnesTile<Cfg::kFusedRowSum ? 0 : Cfg::kTcRowSum ? 1024 : 16> ones;
   // The epilogue's BF16 O (Config::kTmaStoreO; 16 bytes otherwise), one buffer per consumer
   // warpgroup: two column halves of [64 rows][64 channels] (128-byte rows, 128-byte swizzle),
   // stored to global memory by the TMA.

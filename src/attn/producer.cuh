@@ -63,7 +63,7 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
       } else {
 #pragma unroll
         for (int a = 0; a < Cfg::kVAtoms; ++a)
-          ptx::tma_load_4d(sm.v[kv.stage] + a * Cfg::kVAtomBytes, &p.tma_vt, &sm.v_full[kv.stage],
+          ptx::tma_load_4d(sm.v[kv.stage] + a * Cfg::kVAtomStride, &p.tma_vt, &sm.v_full[kv.stage],
                            n * Cfg::kBlockN + a * Cfg::kVAtomKeys, 0, kv_head, tile.batch);
       }
       kv.advance();

@@ -136,14 +136,14 @@ struct OnlineSoftmax {
     }
   }
 
-  // kTcRowSum: a block's sum of rounded P from the m64n8 accumulator (all 8 columns hold
-  // the row sum; d[0] is row r0, d[2] row r0 + 8), in the units of the max it was made with;
+  // kTcRowSum: a block's sums of rounded P for rows r0 and r0 + 8, from the P V product's 8
+  // columns of ones (PVAccumulator::block_sum_r0 / _r8), in the units of the max it was made with;
   // `rescale` carries it to the current max. Every thread of the quad holds the whole row sum,
   // so finalize's quad reduction must not add it up four times: it is added to lane q4 == 0 only.
-  __device__ __forceinline__ void add_block_sum(const float (&l_blk)[4], const float (&rescale)[2]) {
+  __device__ __forceinline__ void add_block_sum(float l_r0, float l_r8, const float (&rescale)[2]) {
     if (threadIdx.x % 4 == 0) {
-      row_sum[0] = fmaf(l_blk[0], rescale[0], row_sum[0]);
-      row_sum[1] = fmaf(l_blk[2], rescale[1], row_sum[1]);
+      row_sum[0] = fmaf(l_r0, rescale[0], row_sum[0]);
+      row_sum[1] = fmaf(l_r8, rescale[1], row_sum[1]);
     }
   }
 
