@@ -116,6 +116,7 @@ struct Config {
   // fills the first kVAtomBytes of each atom.
   static constexpr int kOnesRowBytes = kFusedRowSum ? 8 * kVAtomKeys : 0;
   static constexpr int kVAtomStride = kVAtomBytes + kOnesRowBytes;
+  static_assert(kVAtomStride % 512 == 0, "each atom starts on the 64-byte swizzle's 512-byte period");
   // The E4M3 V ring (16 bytes, unused, when the TMA loads FP16 V^T).
   static constexpr int kVTileSmemBytes = kVtF16 ? 16 : kVAtoms * kVAtomStride;
   // FP16 P: V in FP16, [kBlockN / 64 halves of 64 keys][128 channels][64 keys] (128-byte rows:
