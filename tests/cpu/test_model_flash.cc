@@ -122,8 +122,9 @@ namespace {
 // kernel_numerics(), which the kernel's engineer keeps in step with src/api.cu: one row at a time,
 // blocks from the last, sequential FP32 dot products, l in the quad's four partial sums of the
 // FP32 p, or (E4M3 P, kVariantTcRowSum) one sum of the rounded P per block, 32 keys per k-step
-// into a fresh accumulator, added to l after the next block's rescale (kernel.cuh's
-// add_block_sum(l_blk, alpha_next)) and the last block's at the drain.
+// into a fresh accumulator (or, in the trimmed kernel, the P V product's columns of ones, reset
+// per block: the same sums), added to l after the next block's rescale (mainloop.cuh's
+// add_block_sum(block_sum_r0, block_sum_r8, alpha_next)) and the last block's at the drain.
 // One-level: O *= alpha, then P V added into O; two-level: O = fma(O, alpha, P V).
 fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
   const int B = in.batch, sq = in.seqlen_q, sk = in.seqlen_k, H = in.heads, HK = in.heads_kv;
@@ -175,7 +176,7 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
             bsum[((j - j0) % 8) / 2] += p;
           }
           if (nm.l_from_rounded_p) {
-            // softmax.step_max: row_sum *= alpha; then add_block_sum(previous block's l_blk, alpha).
+            // softmax.step_max: row_sum *= alpha; then add_block_sum(previous block's sums, alpha).
             float blk = 0;
             for (int k0 = j0; k0 < j1; k0 += 32) {
               float ks = 0;
