@@ -120,7 +120,8 @@ struct PVAccumulator {
   static constexpr int kRegs = 64;
   static constexpr bool kTcRowSum = Softmax<Cfg>::kTcRowSum;
   static constexpr bool kFused = Cfg::kFusedRowSum;
-  float o[kRegs + (kFused ? 4 : 0)];  // O; fused: then this block's row sums of P
+  static constexpr int kAccRegs = kRegs + (kFused ? 4 : 0);  // the P V product's accumulator
+  float o[kAccRegs];  // O; fused: then this block's row sums of P
   float o_blk[kTwoLevel ? kRegs : 1];
   float l_blk[kTcRowSum && !kFused ? 4 : 1];  // separate: this block's row sums of P
   uint32_t ones_addr = 0;                      // separate: sm.ones
@@ -144,7 +145,7 @@ struct PVAccumulator {
     // once per tile) made ptxas serialize every wgmma of the kernel (C7511).
     if constexpr (kFused) {
 #pragma unroll
-      for (int i = kRegs; i < kRegs + 4; ++i) o[i] = fminf(fabsf(o[i]), 0.f);
+      for (int i = kRegs; i < kAccRegs; ++i) o[i] = fminf(fabsf(o[i]), 0.f);
     }
   }
   __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr) {
@@ -179,7 +180,7 @@ struct PVAccumulator {
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < kRegs + (kFused ? 4 : 0); ++i) ptx::fence_operand(o[i]);
+      for (int i = 0; i < kAccRegs; ++i) ptx::fence_operand(o[i]);
     }
     if constexpr (kTcRowSum && !kFused) {
 #pragma unroll
