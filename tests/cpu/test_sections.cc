@@ -38,14 +38,25 @@ TEST(Sections, RandomLarge) {
   for (int i = 0; i < 100000; ++i) expect_balanced(pairs_d(rng), cap_d(rng));
 }
 
-// The sweep's 4k causal row (b 4, h 32: 128 pairs of 2 MiB of K and V, a 25-pair cap at half of
-// a 50 MiB L2) used to end with a section of 3 pairs; GQA 2k x 16k (32 pairs, cap 25) with 7.
+// The sweep's rows, with the caps first assumed for a 50 MiB L2 (half of it per section): 4k
+// causal (b 4, h 32: 128 pairs, cap 25) used to end with a section of 3 pairs; GQA 2k x 16k
+// (32 pairs, cap 25) with 7.
 TEST(Sections, SweepRows) {
   EXPECT_EQ(balanced_section_pairs(128, 25), 22);  // 6 sections: 22 x 5 + 18
   EXPECT_EQ(balanced_section_pairs(32, 25), 16);   // 2 sections of 16
   EXPECT_EQ(balanced_section_pairs(64, 12), 11);   // 8k causal: 6 sections, 11 x 5 + 9
   EXPECT_EQ(balanced_section_pairs(32, 6), 6);     // 16k causal: unchanged
   EXPECT_EQ(balanced_section_pairs(64, 100), 64);  // one section: every pair
+}
+
+// The same rows on the H200 (60 MiB of L2, 30 MiB per section; a pair's E4M3 K and V take
+// sk * 256 bytes / q_per_kv): 4k causal 1 MiB a pair, cap 30 (was 4 x 30 + 8); GQA 2k x 16k
+// 1 MiB, cap 30 (was 30 + 2); 8k causal 2 MiB, cap 15 (was 4 x 15 + 4); 16k causal 4 MiB, cap 7.
+TEST(Sections, SweepRowsH200) {
+  EXPECT_EQ(balanced_section_pairs(128, 30), 26);  // 5 sections: 26 x 4 + 24
+  EXPECT_EQ(balanced_section_pairs(32, 30), 16);   // 2 sections of 16
+  EXPECT_EQ(balanced_section_pairs(64, 15), 13);   // 5 sections: 13 x 4 + 12
+  EXPECT_EQ(balanced_section_pairs(32, 7), 7);     // 5 sections: 7 x 4 + 4, as before
 }
 
 }  // namespace
