@@ -30,7 +30,7 @@ struct KvTile {
 
 // K's rows one after the other: two side by side (rows_tile.cuh step_pair) measured 0.5% slower
 // here, where V's tiles already fill the waits.
-template <bool kRotate, rows::Scale kScale, bool kRope>
+template <bool kRotate, rows::Scale kScale, bool kRope, bool kFoldAmax, bool kF16>
 __device__ __forceinline__ void kv_tile(const RowQuantArgs& k, const VtQuantArgs& v, uint32_t n,
                                         uint32_t nk, uint32_t total, uint32_t k_tiles,
                                         uint32_t v_tiles, const uint8_t* again,
@@ -49,10 +49,10 @@ __device__ __forceinline__ void kv_tile(const RowQuantArgs& k, const VtQuantArgs
   if (is_k) {
     // K is complete: the statistics pass read it (or the sample's launch started after it).
     using T = KvTile<kRotate, kScale>;
-    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false, kRope>(
-        k, t, rope);
+    rows::quantize_rows_tile<kRotate, kScale, true, T::kThreads, T::kConstants, false, kRope,
+                             kFoldAmax && kScale == rows::Scale::kKnown>(k, t, rope);
   } else {
-    vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads>(v, t);
+    vt::quantize_vt_tile<KvTile<kRotate, kScale>::kThreads, kFoldAmax, kF16>(v, t);
   }
 }
 
@@ -65,7 +65,9 @@ __device__ __forceinline__ void kv_tile(const RowQuantArgs& k, const VtQuantArgs
 // pass's registers. Its loop may only run tiles that use no shared memory across iterations: V
 // tiles and per-head K tiles; a per-128-key K scale is never regrouped.)
 // kRope: K's rows rotated by `rope` (the last argument, read only then) as they are loaded.
-template <bool kRotate, rows::Scale kScale, bool kAgain, bool kRope>
+// kFoldAmax: FP8ATTN_CENTRE_SAMPLE's first pass (the true amax into k.true_amax, v.true_amax);
+// kF16: V^T in FP16 (v.vt_f16). Compile-time, so that the default pass carries neither's code.
+template <bool kRotate, rows::Scale kScale, bool kAgain, bool kRope, bool kFoldAmax, bool kF16>
 __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
                                   KvTile<kRotate, kScale>::kCtasPerSm)
     quantize_kv_kernel(RowQuantArgs k, VtQuantArgs v, uint32_t nk, uint32_t nv, uint32_t k_tiles,
@@ -75,7 +77,8 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   const uint32_t total = nk + nv;
   if constexpr (!kAgain) {
     const uint32_t n = k.reverse_order ? total - 1 - blockIdx.x : blockIdx.x;
-    kv_tile<kRotate, kScale, kRope>(k, v, n, nk, total, k_tiles, v_tiles, nullptr, rope);
+    kv_tile<kRotate, kScale, kRope, kFoldAmax, kF16>(k, v, n, nk, total, k_tiles, v_tiles, nullptr,
+                                                      rope);
     return;
   }
   ptx::wait_for_previous_grid();  // the regroup's flags
@@ -83,11 +86,12 @@ __global__ void __launch_bounds__(KvTile<kRotate, kScale>::kThreads,
   for (uint32_t i = threadIdx.x; i < heads_total; i += blockDim.x) any |= again[i];
   if (!__syncthreads_or(any)) return;
   for (uint32_t n = blockIdx.x; n < total; n += gridDim.x) {
-    kv_tile<kRotate, kScale, kRope>(k, v, n, nk, total, k_tiles, v_tiles, again, rope);
+    kv_tile<kRotate, kScale, kRope, kFoldAmax, kF16>(k, v, n, nk, total, k_tiles, v_tiles, again,
+                                                      rope);
   }
 }
 
-template <bool kRotate, rows::Scale kScale, bool kRope>
+template <bool kRotate, rows::Scale kScale, bool kRope, bool kFoldAmax, bool kF16>
 cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
                    const uint8_t* again, int num_sms, const RopeRows& rope) {
   constexpr int kRows = rows::kTileRows<kScale>;
@@ -100,8 +104,9 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
   const int64_t full = nk + nv;
   const int64_t ctas =
       again == nullptr ? full : std::min<int64_t>(full, int64_t{num_sms} * KvTile<kRotate, kScale>::kCtasPerSm);
-  return launch_after(again == nullptr ? quantize_kv_kernel<kRotate, kScale, false, kRope>
-                                       : quantize_kv_kernel<kRotate, kScale, true, kRope>,
+  // The second quantization never folds (the true amax is what it quantizes with).
+  return launch_after(again == nullptr ? quantize_kv_kernel<kRotate, kScale, false, kRope, kFoldAmax, kF16>
+                                       : quantize_kv_kernel<kRotate, kScale, true, kRope, false, kF16>,
                       dim3(static_cast<unsigned>(ctas)),
                       dim3(KvTile<kRotate, kScale>::kThreads), stream, k, v,
                       static_cast<uint32_t>(nk), static_cast<uint32_t>(nv),
@@ -109,15 +114,34 @@ cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t str
                       static_cast<uint32_t>(static_cast<int64_t>(v.v.batch) * v.v.heads), rope);
 }
 
-template <bool kRope>
+template <bool kRope, bool kFoldAmax, bool kF16>
 cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
                    const uint8_t* again, int num_sms, const RopeRows& rope) {
   if (k.group_rows == 0) {
-    return k.rotate ? launch<true, rows::Scale::kKnown, kRope>(k, v, stream, again, num_sms, rope)
-                    : launch<false, rows::Scale::kKnown, kRope>(k, v, stream, again, num_sms, rope);
+    return k.rotate ? launch<true, rows::Scale::kKnown, kRope, kFoldAmax, kF16>(k, v, stream, again, num_sms, rope)
+                    : launch<false, rows::Scale::kKnown, kRope, kFoldAmax, kF16>(k, v, stream, again, num_sms, rope);
   }
-  return k.rotate ? launch<true, rows::Scale::kTile, kRope>(k, v, stream, again, num_sms, rope)
-                  : launch<false, rows::Scale::kTile, kRope>(k, v, stream, again, num_sms, rope);
+  return k.rotate ? launch<true, rows::Scale::kTile, kRope, kFoldAmax, kF16>(k, v, stream, again, num_sms, rope)
+                  : launch<false, rows::Scale::kTile, kRope, kFoldAmax, kF16>(k, v, stream, again, num_sms, rope);
+}
+
+template <bool kRope, bool kFoldAmax>
+cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                   const uint8_t* again, int num_sms, const RopeRows& rope) {
+  return v.vt_f16 ? launch<kRope, kFoldAmax, true>(k, v, stream, again, num_sms, rope)
+                  : launch<kRope, kFoldAmax, false>(k, v, stream, again, num_sms, rope);
+}
+
+template <bool kRope>
+cudaError_t launch(const RowQuantArgs& k, const VtQuantArgs& v, cudaStream_t stream,
+                   const uint8_t* again, int num_sms, const RopeRows& rope) {
+  // The fold writes both true amaxes (K's only when K is scaled per head, i.e. group_rows 0);
+  // the second quantization (again) folds nothing.
+  const bool fold = again == nullptr && v.true_amax != nullptr;
+  const bool k_fold = again == nullptr && k.true_amax != nullptr;
+  if (k_fold != (fold && k.group_rows == 0)) return cudaErrorInvalidValue;
+  return fold ? launch<kRope, true>(k, v, stream, again, num_sms, rope)
+              : launch<kRope, false>(k, v, stream, again, num_sms, rope);
 }
 
 }  // namespace

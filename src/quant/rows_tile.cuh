@@ -61,8 +61,12 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
 // it waits first and loads coherently.
 // kRope (the rope entry): each valid row is rotated by `rope` (quant/rope.cuh) right after the
 // BF16 conversion, and the Hadamard signs are flipped after it (on the FP32 values).
+// kFoldAmax (FP8ATTN_CENTRE_SAMPLE's first fused pass, K scaled per head): max |x - mean| of
+// the valid rows folded into a.true_amax (non-null). A compile-time flag: as a runtime test of
+// the pointer it made every default pass carry the fold's code (lab/perf-log.md, 2026-12-02).
 template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kThreads,
-          Constants kConstants = Constants::kReload, bool kPairRows = false, bool kRope = false>
+          Constants kConstants = Constants::kReload, bool kPairRows = false, bool kRope = false,
+          bool kFoldAmax = false>
 __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t,
                                                    const RopeRows& rope = RopeRows{}) {
   constexpr int kRowsPerPass = kThreads / kL;
@@ -136,7 +140,7 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
 
   // FP8ATTN_CENTRE_SAMPLE (K, known scale): max |x - mean| of this thread's valid rows, as bits.
   uint32_t true_amax = 0u;
-  constexpr bool kTrueAmax = kScale == Scale::kKnown;
+  static_assert(!kFoldAmax || kScale == Scale::kKnown, "the true amax is folded per head");
 
   // Row s (valid: s < S): rotation, smoothing (K), lse_bias (Q).
   auto transform = [&](int s, bool valid, float (&x)[kValues]) {
@@ -170,8 +174,8 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
         for (int j = 0; j < 8; ++j) x[8 * hi + j] = __fsub_rn(x[8 * hi + j], m[j]);
       }
     }
-    if constexpr (kTrueAmax) {
-      if (a.true_amax != nullptr && valid) {
+    if constexpr (kFoldAmax) {
+      if (valid) {
 #pragma unroll
         for (int v = 0; v < kValues; ++v) true_amax = max(true_amax, __float_as_uint(fabsf(x[v])));
       }
@@ -368,11 +372,9 @@ __device__ __forceinline__ void quantize_rows_tile(const RowQuantArgs& a, Tile t
       rolled.template operator()<true>();
     }
   }
-  if constexpr (kTrueAmax) {
-    if (a.true_amax != nullptr) {  // after the wait (the loop's): the sample zeroed it
-      const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, true_amax);
-      if (threadIdx.x % 32 == 0) atomicMax(a.true_amax + bh, m);
-    }
+  if constexpr (kFoldAmax) {  // after the wait (the loop's): the sample zeroed it
+    const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, true_amax);
+    if (threadIdx.x % 32 == 0) atomicMax(a.true_amax + bh, m);
   }
 }
 

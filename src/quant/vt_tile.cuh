@@ -5,6 +5,9 @@
 // one OR give the word, and the 16 pairs of a warp store 64 contiguous bytes per V^T row. A warp
 // does 16 channels; a CTA of 128 threads (the rotated K/V pass) does the tile in two sweeps of
 // 64 channels, all loads of both first.
+// kFoldAmax (FP8ATTN_CENTRE_SAMPLE's first fused pass): max |x - mean| per channel folded into
+// a.true_amax (non-null). kF16 (a.vt_f16): FP16 V^T. Both compile-time, so that the default
+// pass (E4M3, exact mean) carries neither's code.
 // FP16 V^T (a.vt_f16, for FP8ATTN_P_FP16): the same scaled values (|y| <= 448, far inside FP16's
 // 65504; FP16's subnormals start 2^-14 below that, E4M3's 2^-6) rounded to FP16 (RNE) and stored
 // in natural key order: the slot's keys are two adjacent pairs (VtSlot::key(u, 0) and (u, 2) are
@@ -28,7 +31,7 @@ __device__ __forceinline__ uint32_t f16x2(float lo, float hi) {
 }
 inline constexpr int kSteps = kTileKeys / VtSlot::kKeysPerWarp;
 
-template <int kThreads>
+template <int kThreads, bool kFoldAmax = false, bool kF16 = false>
 __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Tile t) {
   static_assert(kHeadDim % (kThreads / 32 * 16) == 0, "16 channels a warp, whole sweeps");
   constexpr int kSweeps = kHeadDim / (kThreads / 32 * 16);   // 1 (256 threads) or 2 (128)
@@ -97,13 +100,13 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
           const float f = a.v_mean != nullptr ? __fsub_rn(x[m][j], mean[j]) : x[m][j];
-          if (a.true_amax != nullptr && (keep >> (8 * m)) & 1u) {
+          if (kFoldAmax && (keep >> (8 * m)) & 1u) {
             true_amax[j] = max(true_amax[j], __float_as_uint(fabsf(f)));
           }
           y[m] = __fmul_rn(f, inv[j]);
         }
         const int64_t row = row0 + static_cast<int64_t>(j) * a.vt_pad;
-        if (a.vt_f16) {
+        if constexpr (kF16) {
           uint32_t* dst = reinterpret_cast<uint32_t*>(reinterpret_cast<uint16_t*>(a.vt) + row + base);
           dst[VtSlot::key(u, 0) / 2] = f16x2(y[0], y[1]) & keep16[0];
           dst[VtSlot::key(u, 2) / 2] = f16x2(y[2], y[3]) & keep16[1];
@@ -113,7 +116,7 @@ __device__ __forceinline__ void quantize_vt_tile(const VtQuantArgs& a, rows::Til
         }
       }
     }
-    if (a.true_amax != nullptr) {  // over the 16 lane pairs holding the same channels
+    if constexpr (kFoldAmax) {  // over the 16 lane pairs holding the same channels
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
