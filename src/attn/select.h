@@ -51,29 +51,31 @@ constexpr long long average_keys(const fp8attn_fwd_params& p) {
   return sq <= sk ? sk - sq + sq / 2 : sk * sk / (2 * sq);
 }
 
-// Short tiles: at most this many keys on average: 2048 without a mask, 4096 causal. Causal rows
-// gain more from the short-tile kernels (their warpgroups skip blocks past the diagonal,
-// Config::kSkipMaskedBlock): measured head to head with FA3 FP8, the skip-only kernel ran the 8k
-// causal rows (4096 keys on average) about 1% faster than the long-tile kernel and the 16k
-// causal row (8192) as fast, while non-causal rows of 4096 and 8192 keys ran slower on it
-// (docs/kernel.md, "Configurations and dispatch").
+// Short non-causal tiles, at most 2048 keys: O through shared memory and the TMA
+// (e4m3_block192_tma_store); longer ones store O from registers (e4m3_block192). Causal calls
+// take the trimmed kernel below at every length.
 inline constexpr int kShortTileKeys = 2048;
-inline constexpr int kShortTileKeysCausal = 4096;
-constexpr bool short_tiles(const fp8attn_fwd_params& p) {
-  return average_keys(p) <= (p.causal ? kShortTileKeysCausal : kShortTileKeys);
+constexpr bool short_tiles(const fp8attn_fwd_params& p) { return average_keys(p) <= kShortTileKeys; }
+
+// The trimmed first block (Config::kTrimFirstBlock, with the row sums fused into the P V
+// product): every causal call, and non-causal ones of at most 1024 keys. Measured head to head
+// with FA3 FP8 against the skip-only and long-tile kernels at every causal row of the sweep (1k to
+// 16k, GQA, sq 2k against sk 16k: level at 1k, +1.5% at 2k, +4.5 to +5% from 4k on) and at 1k
+// non-causal; behind them non-causal from 2k on (8 x 2k -2%, 8k -8%) (docs/kernel.md,
+// "Configurations and dispatch").
+inline constexpr int kTrimTileKeys = 1024;
+constexpr bool trim_tiles(const fp8attn_fwd_params& p) {
+  return p.causal || average_keys(p) <= kTrimTileKeys;
 }
 
-// The shortest tiles, at most 1024 keys on average with or without a mask, take the trimmed
-// first block (Config::kTrimFirstBlock): measured ahead of the skip-only kernel at 1k (both
-// masks) and 2k causal (1024 keys on average), behind it at 2k non-causal and 4k causal.
-inline constexpr int kTrimTileKeys = 1024;
-constexpr bool trim_tiles(const fp8attn_fwd_params& p) { return average_keys(p) <= kTrimTileKeys; }
-
 // The causal tile order's L2 sections balanced (attn/sections.h) where tiles visit more than
-// kTrimTileKeys keys on average: measured +3% at GQA 2k x 16k causal (its remainder section held
-// 2 of 32 pairs) and +1% at 4k causal, but -0.9% at 16 x 1k causal (docs/kernel.md,
+// kBalancedSectionKeys keys on average: measured +3% at GQA 2k x 16k causal (its remainder section
+// held 2 of 32 pairs) and +1% at 4k causal, but -0.9% at 16 x 1k causal (docs/kernel.md,
 // "Configurations and dispatch"). Every kernel's launch asks (launch.cuh).
-constexpr bool balanced_sections(const fp8attn_fwd_params& p) { return average_keys(p) > kTrimTileKeys; }
+inline constexpr int kBalancedSectionKeys = 1024;
+constexpr bool balanced_sections(const fp8attn_fwd_params& p) {
+  return average_keys(p) > kBalancedSectionKeys;
+}
 
 // The E4M3-P kernel for one K descale per head (or none), by the tiles' length.
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {

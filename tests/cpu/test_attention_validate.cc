@@ -95,10 +95,10 @@ TEST(AttentionValidate, OtherArgumentsNamed) {
   EXPECT_EQ(validate(nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
 }
 
-// E4M3 P with one K descale per head: the TMA-store epilogue where a tile visits at most
-// kShortTileKeys keys (non-causal) or kShortTileKeysCausal keys on average (per row, bottom-right
-// causal), and among those the trimmed first block where it visits at most kTrimTileKeys.
-TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
+// E4M3 P with one K descale per head: every causal call and non-causal ones of at most
+// kTrimTileKeys keys take the trimmed first block; longer non-causal ones the TMA-store epilogue up
+// to kShortTileKeys keys, the register epilogue beyond.
+TEST(AttentionSelect, TrimmedCausalTmaStoreForShortTiles) {
   std::mt19937 rng(std::random_device{}());
   constexpr KernelId kLong = KernelId::kE4M3Block192, kShort = KernelId::kE4M3Block192TmaStore,
                      kTrim = KernelId::kE4M3Block192Trim;
@@ -106,13 +106,13 @@ TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
     int sq, sk, causal;
     KernelId want;
   } cases[] = {{1024, 1024, 1, kTrim},   {1024, 1024, 0, kTrim},   {2048, 2048, 0, kShort},
-               {2048, 2048, 1, kTrim},   {2049, 2049, 1, kTrim},   {2050, 2050, 1, kShort},
-               {4096, 4096, 1, kShort},  {4096, 4096, 0, kLong},   {8192, 8192, 1, kShort},
-               {8192, 8192, 0, kLong},   {2048, 16384, 1, kLong},  {16384, 2048, 1, kTrim},
+               {2048, 2048, 1, kTrim},   {2049, 2049, 1, kTrim},   {2050, 2050, 1, kTrim},
+               {4096, 4096, 1, kTrim},   {4096, 4096, 0, kLong},   {8192, 8192, 1, kTrim},
+               {8192, 8192, 0, kLong},   {2048, 16384, 1, kTrim},  {16384, 2048, 1, kTrim},
                {1, 1024, 0, kTrim},      {1, 1025, 0, kShort},     {1, 1025, 1, kTrim},
-               {1, 1026, 1, kShort},     {1, 2048, 0, kShort},     {1, 2049, 0, kLong},
-               {8193, 8193, 1, kShort},  {8194, 8194, 1, kLong},   {16384, 16384, 1, kLong},
-               {1, 4097, 1, kShort},     {1, 4098, 1, kLong}};
+               {1, 1026, 1, kTrim},      {1, 2048, 0, kShort},     {1, 2049, 0, kLong},
+               {8193, 8193, 1, kTrim},   {16384, 16384, 1, kTrim}, {1, 65536, 1, kTrim},
+               {1, 1, 0, kTrim},         {1, 1, 1, kTrim}};
   for (const auto& c : cases) {
     fp8attn_fwd_params p = with_lengths(rng, c.sq, c.sk, c.causal);
     p.p_precision = FP8ATTN_P_E4M3;
@@ -120,9 +120,9 @@ TEST(AttentionSelect, TmaStoreEpilogueForShortTiles) {
   }
 }
 
-// Causal L2 sections balanced exactly where tiles visit more than kTrimTileKeys keys on average
-// (bottom-right causal), whatever the mask and the kernel.
-TEST(AttentionSelect, BalancedSectionsBeyondTrimTiles) {
+// Causal L2 sections balanced exactly where tiles visit more than kBalancedSectionKeys keys on
+// average (bottom-right causal), whatever the mask and the kernel.
+TEST(AttentionSelect, BalancedSectionsBeyondShortestTiles) {
   std::mt19937 rng(std::random_device{}());
   const struct {
     int sq, sk, causal;
@@ -135,7 +135,6 @@ TEST(AttentionSelect, BalancedSectionsBeyondTrimTiles) {
     const fp8attn_fwd_params p = with_lengths(rng, c.sq, c.sk, c.causal);
     EXPECT_EQ(fp8attn::attn::balanced_sections(p), c.balanced)
         << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
-    EXPECT_EQ(fp8attn::attn::balanced_sections(p), !trim_tiles(p));
   }
 }
 

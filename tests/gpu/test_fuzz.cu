@@ -388,7 +388,7 @@ TEST(Fuzz, DryRunHostWork) {
 
 // The causal tile order in several sections of (batch, head) pairs (attn/scheduler.cuh: at most
 // half of L2 each; the fuzz's bounded shapes fit in one), sampled rows: tiles of at most
-// kTrimTileKeys keys on average keep full sections and a remainder (128 KV heads of 2048 keys),
+// kBalancedSectionKeys keys on average keep full sections and a remainder (128 KV heads of 2048 keys),
 // longer ones take balanced sections (64 KV heads of 4096 keys). Each shape must span several
 // sections with a last one smaller than the others; the section size is the launch's own
 // (TileScheduler::section_heads, with select.h's rule for balancing).
