@@ -2,7 +2,10 @@
 """Writes the status block of README.md (between the STATUS markers) from a GPU results file,
 so that no figure in the README is typed by hand. The tables are bench/report.py's, the same as
 in the run's own report.
-Usage: python3 tools/readme_status.py results/<date>-h200-<commit>.json [--readme PATH]"""
+Usage: python3 tools/readme_status.py results/<date>-h200-<commit>.json [--readme PATH]
+         [--accuracy-from results/<other>.json]
+--accuracy-from: the accuracy section from another GPU run's file (named in the block, with its
+commit and date), for a run that carried no captured activations."""
 import argparse
 import json
 import pathlib
@@ -15,7 +18,7 @@ import report  # noqa: E402
 BEGIN, END = "<!-- STATUS:BEGIN (tools/readme_status.py) -->", "<!-- STATUS:END -->"
 
 
-def block(d: dict, rel: str) -> list[str]:
+def block(d: dict, rel: str, acc: tuple[dict, str] | None = None) -> list[str]:
     fa3 = d.get("fa3", {})
     lines = [BEGIN, "", f"From `{rel}` (commit {d['commit']}, {d.get('gpu_name', d['gpu'])}, "
              f"{d['date']}): GPU tests {d['tests']['passed']} passed, {d['tests']['failed']} failed. "
@@ -45,13 +48,15 @@ def block(d: dict, rel: str) -> list[str]:
                   "BF16-in call, fp8attn_p_fp16: FP16 P on E4M3 V^T):", ""]
         lines += report.modes_table(main, report.seed_of(d)) + [""]
         lines += report.accurate_verdict_lines(main, report.seed_of(d))
-    if d.get("accuracy"):
+    src, where = (d, "") if acc is None else (
+        acc[0], f" From `{acc[1]}` (commit {acc[0]['commit']}, {acc[0]['date']}), not this run.")
+    if src.get("accuracy"):
         lines += ["", "Accuracy, RMSE as a multiple of FA3 BF16's end-to-end RMSE on the same data "
                   "(kernel-only: against exact attention on the FP8 inputs the kernel read; per-head "
                   "inputs are shared by fp8attn and FA3 FP8, 'own inputs' are the library's pre-pass "
-                  "outputs):", ""]
-        lines += report.accuracy_ratio_table(d["accuracy"]) + [""]
-        lines += report.accuracy_verdict_lines(d["accuracy"])
+                  f"outputs).{where}", ""]
+        lines += report.accuracy_ratio_table(src["accuracy"]) + [""]
+        lines += report.accuracy_verdict_lines(src["accuracy"])
     lines += ["", END]
     return lines
 
@@ -60,14 +65,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results")
     ap.add_argument("--readme", default=str(ROOT / "README.md"))
+    ap.add_argument("--accuracy-from", default=None, help="another run's file for the accuracy section")
     a = ap.parse_args(argv)
-    path = pathlib.Path(a.results).resolve()
-    d = json.loads(path.read_text())
-    try:
-        rel = str(path.relative_to(ROOT))
-    except ValueError:
-        rel = str(path)
-    lines = block(d, rel)
+
+    def load(name):
+        path = pathlib.Path(name).resolve()
+        try:
+            rel = str(path.relative_to(ROOT))
+        except ValueError:
+            rel = str(path)
+        return json.loads(path.read_text()), rel
+    d, rel = load(a.results)
+    lines = block(d, rel, load(a.accuracy_from) if a.accuracy_from else None)
     readme = pathlib.Path(a.readme)
     text = readme.read_text()
     if BEGIN in text:
