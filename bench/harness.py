@@ -333,9 +333,13 @@ def main() -> int:
         res["speed_protocol"] = prev.get("speed_protocol", res["speed_protocol"])
         clocks["speed_call"] = prev.get("clocks", {})
         res["parts"] = sorted(set(parts) | set(prev.get("parts", [])))
-        notes.append(f"speed records from {Path(args.speed_from).name} (date {prev.get('date')}), an earlier "
-                     "call of this GPU session on the same commit: the carry limit keeps FA3's wheel and the "
-                     "capture pack out of one call")
+        for key, part in (("prepass", "prepass"), ("accuracy", "accuracy"), ("lse", "accuracy")):
+            if key in prev and part not in parts:  # the earlier call's, unless re-run here
+                res[key] = prev[key]
+        notes.append(f"speed records (and the pre-pass and accuracy records of parts not run here) from "
+                     f"{Path(args.speed_from).name} (date {prev.get('date')}), an earlier call of this GPU "
+                     "session on the same commit: the carry limit keeps FA3's wheel and the capture pack "
+                     "out of one call")
     for part in (p for p in SPEED_PARTS if p in parts):
         log(f"{part}: {len(shapes)} shapes")
         # This part's records replace its own (from --speed-from) and keep the other part's.
