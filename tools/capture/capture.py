@@ -9,6 +9,15 @@ keep exactly --tokens tokens; a greedy continuation of the first 100 tokens; the
 pass (NumPy FP32), saving Q, K, V of the chosen layers as BF16 (1, s, h, d) safetensors; the
 perplexity; then FP32 causal attention recomputed from the saved BF16 files against the model's
 own attention output. Writes results/captures-<model>.json and updates data/captures.json.
+
+  python tools/capture/capture.py --model qwen2.5-coder-1.5b --tokens 2048 --pack-only
+
+--pack-only: the forward pass alone over the first --tokens tokens (no continuation, perplexity
+or validation), the captures written to data/cache/captures/ as usual, nothing else (no
+results/, no manifest): what tools/capture/pack.py needs for a GPU session's pack of that many
+tokens, in a fraction of the full run's time. A causal model's activations at a token depend
+only on the tokens before it, so these are the full capture's first --tokens rows up to the
+forward pass's FP32 summation order (docs/captures.md, "Reproducibility across machines").
 """
 from __future__ import annotations
 
@@ -113,11 +122,13 @@ def run(args) -> dict:
     log(f"{cfg.name}: {len(ids)} tokens (bos {'added' if cfg.add_bos else 'none'}), "
         f"layers {layers}")
 
-    t = time.time()
-    cont = forward.greedy_continuation(model, list(ids[:PROMPT_TOKENS]), CONTINUATION_TOKENS, log)
-    timings["continuation_s"] = time.time() - t
-    cont_text = tok.decode(cont)
-    log(f"greedy continuation: {cont_text!r}")
+    cont_text = None
+    if not args.pack_only:
+        t = time.time()
+        cont = forward.greedy_continuation(model, list(ids[:PROMPT_TOKENS]), CONTINUATION_TOKENS, log)
+        timings["continuation_s"] = time.time() - t
+        cont_text = tok.decode(cont)
+        log(f"greedy continuation: {cont_text!r}")
 
     out_dir = os.path.join(cache, "captures", args.model)
     os.makedirs(out_dir, exist_ok=True)
@@ -138,6 +149,10 @@ def run(args) -> dict:
     t = time.time()
     hidden = forward.forward_hidden(model, ids, layers, on_capture, log)
     timings["forward_s"] = time.time() - t
+    if args.pack_only:
+        log(f"pack-only: captures of {len(ids)} tokens written in {time.time() - t0:.0f} s "
+            f"(forward {timings['forward_s']:.0f} s); no results, no manifest")
+        return None, None, None
     t = time.time()
     nll = forward.next_token_nll(model, hidden[:-1], ids[1:])
     timings["perplexity_s"] = time.time() - t
@@ -186,12 +201,17 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=int, default=8192)
     ap.add_argument("--text", default=TEXT, help="UTF-8 text to run the model on (default: "
                     "data/text_sample.txt, the fixed text of data/captures.json)")
+    ap.add_argument("--pack-only", action="store_true",
+                    help="forward pass and captures only (for tools/capture/pack.py); no results, "
+                         "no manifest")
     args = ap.parse_args(argv)
     args.text = os.path.abspath(args.text)
     np.seterr(over="ignore")  # exp(-gate) of very negative gates: inf, and silu -> 0 as it should
 
     try:
         entry, channels, text_sha256 = run(args)
+        if args.pack_only:
+            return 0
     except IncompleteGguf as e:
         path = os.path.join(REPO, "results", f"captures-incomplete-{args.model}.json")
         with open(path, "w") as f:

@@ -5,6 +5,10 @@ Compiles each shipped configuration (src/attn/instantiations/*.cu, one kernel a 
 with -Xptxas -v, disassembles it with cuobjdump, and reports per kernel instantiation: registers, stack frame and spills (ptxas), the number of QGMMA (FP8
 wgmma) instructions, and where the local-memory accesses (STL/LDL) are: before or after the
 producer's register release (USETMAXREG.DEALLOC), i.e. in the consumers or in the producer.
+A second section does the pre-pass's kernels (src/quant/{kv_stats,quantize_kv,quantize_q}.cu):
+registers, spills and the SASS instruction count of each instantiation, so that a kernel that
+grows (the fused K/V pass doubled once, unnoticed for two days: lab/perf-log.md, 2026-12-02)
+shows in the file's diff.
 
 cuobjdump is not in this machine's CUDA install; the one that ships inside PyPI's triton wheel
 is used (fetched with pip into .cache/, git-ignored) unless CUOBJDUMP names one.
@@ -136,9 +140,61 @@ def main():
                      f"STL/LDL consumer={k.get('local_consumer')} producer={k.get('local_producer')}")
         for note in p.get("notes", []):
             lines.append(f"    ptxas: {note}")
+    lines += ["", *prepass_section(per_file)]
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"wrote {out}")
+
+
+PREPASS_SOURCES = ("quant/kv_stats.cu", "quant/quantize_kv.cu", "quant/quantize_q.cu")
+
+
+def prepass_section(per_file) -> list[str]:
+    """One line per pre-pass kernel instantiation: registers, spills (ptxas), SASS instructions."""
+    objdir = ROOT / ".cache" / "compiler_report"
+    objdir.mkdir(parents=True, exist_ok=True)
+    tool = cuobjdump()
+    env = dict(os.environ, PATH=f"{pathlib.Path(tool).parent}:{os.environ.get('PATH', '')}")
+    ptxas, counts = {}, {}
+    for rel in PREPASS_SOURCES:
+        src, obj = ROOT / "src" / rel, objdir / (pathlib.Path(rel).stem + ".o")
+        cmd = (f"nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a "
+               f"--expt-relaxed-constexpr -Xptxas=-v {per_file.get(rel, '')} -I{ROOT}/include "
+               f"-I{ROOT}/src -c {src} -o {obj}")
+        log = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+        if log.returncode != 0:
+            sys.exit(log.stderr)
+        current = None
+        for line in log.stderr.splitlines():
+            m = re.search(r"Compiling entry function '(\S+)'", line)
+            current = m.group(1) if m else current
+            m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+            if m and current:
+                ptxas.setdefault(current, {}).update(spill_st=int(m[1]), spill_ld=int(m[2]))
+            m = re.search(r"Used (\d+) registers", line)
+            if m and current:
+                ptxas.setdefault(current, {}).update(regs=int(m[1]))
+        sass = subprocess.run(f"{tool} -sass {obj}", shell=True, capture_output=True, text=True,
+                              env=env).stdout
+        for block in re.split(r"\n\s*Function : ", sass)[1:]:
+            name, body = block.split("\n", 1)
+            counts[name.strip()] = len(re.findall(r"/\*[0-9a-f]{4,}\*/\s+[^;]*;", body))
+    names = sorted(set(ptxas) | set(counts))
+    pretty = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True,
+                            text=True).stdout.splitlines() if names else []
+    lines = ["# pre-pass kernels (src/" + ", src/".join(PREPASS_SOURCES) + "): one line per",
+             "# instantiation, template arguments as c++filt prints them; SASS = instructions in",
+             "# cuobjdump's listing (the default pre-pass: kv_group_stats_kernel<true, true, false>,",
+             "# kv_finalize_kernel, quantize_kv_kernel<true, (Scale)2, false, false, false, false>,",
+             "# quantize_q_kernel<true, (Scale)0, false>)"]
+    for name, nice in zip(names, pretty or names):
+        p = ptxas.get(name, {})
+        short_name = re.sub(r"\(fp8attn::quant::[^)]*\)$", "", re.sub(r"^void ", "", nice))
+        short_name = short_name.replace("fp8attn::quant::(anonymous namespace)::", "").replace(
+            "fp8attn::quant::rows::", "")
+        lines.append(f"{short_name}: regs={p.get('regs')} spill_stores={p.get('spill_st')}B "
+                     f"spill_loads={p.get('spill_ld')}B SASS={counts.get(name)}")
+    return lines
 
 
 if __name__ == "__main__":
