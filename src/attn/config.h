@@ -54,10 +54,10 @@ struct Config {
   static constexpr bool kTmaStoreO = kTmaStoreO_;
   // The first block (FirstBlock). The E4M3 TMA-store kernels only (select.h): the skip measured
   // +2-3% at 1k-4k causal head to head with FA3 FP8, the trim a further +3-8% at 1k and 2k
-  // causal and 1k non-causal, but its loop (re-scheduled) ran the 8k causal rows 3% slower and
-  // 2k non-causal 3.5% slower than the skip-only kernel; every ptxas schedule of the long-tile
-  // kernel with the skip measured slower at 8k, and the FP16 P kernels have not been measured
-  // with either.
+  // causal and 1k non-causal; with the fused row sums the trimmed kernel is the fastest on every
+  // causal row and behind the others non-causal from 2k keys on (select.h, trim_tiles); every
+  // ptxas schedule of the long-tile kernel with the skip measured slower at 8k, and the FP16 P
+  // kernels have not been measured with either.
   static constexpr bool kTrimFirstBlock = kFirst_ == FirstBlock::kTrim;
   static constexpr bool kSkipMaskedBlock = kFirst_ != FirstBlock::kWhole;
   static_assert(kFirst_ == FirstBlock::kWhole || (kTmaStoreO_ && kP_ == PPrecision::kE4M3),

@@ -25,12 +25,12 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
 using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /*kStages=*/2,
                                   /*kTcRowSum=*/true>;
 // The same with O leaving through shared memory and the TMA, and the first block skipped where
-// the warpgroup sees none of it (short tiles, select.h) ...
+// the warpgroup sees none of it (short non-causal tiles, select.h) ...
 using KernelE4M3Block192TmaStore =
     Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
            FirstBlock::kSkip>;
-// ... or trimmed to the keys the warpgroup sees (the shortest tiles, select.h), with the row
-// sums from the P V product itself.
+// ... or trimmed to the keys the warpgroup sees (every causal call and the shortest non-causal
+// tiles, select.h), with the row sums from the P V product itself.
 using KernelE4M3Block192Trim =
     Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
            FirstBlock::kTrim, /*kFusedRowSum=*/true>;

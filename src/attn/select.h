@@ -14,10 +14,8 @@ enum class KernelId : int {
   // at 16 x 1k, +0-2% at 8 x 2k, -1-3% at 8k).
   kE4M3Block192TmaStore,
   // The same with the first block a warpgroup visits computed only as far as its rows see (its
-  // first 64 or 128 keys where that suffices): for the shortest tiles, where that block is a
-  // visible share of a tile (measured: +4-5% at 16 x 1k, +8% at 16 x 1k causal, +2-3% at 8 x 2k
-  // causal), while its re-scheduled loop ran longer tiles slower (-3.5% at 8 x 2k, -3% at 8k
-  // causal).
+  // first 64 or 128 keys where that suffices) and the row sums fused into the P V product: every
+  // causal call and the shortest non-causal tiles (trim_tiles below, with the measurements).
   kE4M3Block192Trim,
   // E4M3 P with a per-block K descale: a block must be one FP8ATTN_K_SCALE_BLOCK (128 keys) so
   // that its descale is one scalar per block; 3 stages fill the shared memory 192 would use.
