@@ -14,8 +14,6 @@
 namespace {
 using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
-using fp8attn::attn::short_tiles;
-using fp8attn::attn::trim_tiles;
 using fp8attn::attn::validate;
 
 // A valid call's parameters with fake (aligned, never dereferenced) device pointers, 4 GiB apart
@@ -146,9 +144,8 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
   for (int i = 0; i < 20; ++i) {
     fp8attn_fwd_params p = valid_params(rng);
     p.p_precision = FP8ATTN_P_E4M3;
-    const KernelId e4m3 = trim_tiles(p)    ? KernelId::kE4M3Block192Trim
-                          : short_tiles(p) ? KernelId::kE4M3Block192TmaStore
-                                           : KernelId::kE4M3Block192;
+    // The length rule itself is pinned by TrimmedCausalTmaStoreForShortTiles.
+    const KernelId e4m3 = fp8attn::attn::e4m3_head_scale_kernel(p);
     EXPECT_EQ(select_kernel(p), e4m3);
     p.k_descale = kd;  // one per head: stride 0 along blocks
     EXPECT_EQ(select_kernel(p), e4m3);

@@ -19,7 +19,6 @@
 namespace {
 using fp8attn::attn::KernelId;
 using fp8attn::attn::select_kernel;
-using fp8attn::attn::short_tiles;
 
 struct Case {
   fp8attn_kv_cache cache;
@@ -140,10 +139,9 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
 
     // The kernel accepts what the composition builds, and runs the blocks the K scale allows.
     EXPECT_EQ(fp8attn_check_fwd_params(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
-    const KernelId e4m3 = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kE4M3Block128
-                          : fp8attn::attn::trim_tiles(p)             ? KernelId::kE4M3Block192Trim
-                          : fp8attn::attn::short_tiles(p)            ? KernelId::kE4M3Block192TmaStore
-                                                                     : KernelId::kE4M3Block192;
+    const KernelId e4m3 = k.options.k_scale != FP8ATTN_K_SCALE_HEAD
+                              ? KernelId::kE4M3Block128
+                              : fp8attn::attn::e4m3_head_scale_kernel(p);
     const KernelId fp16_vt = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kFP16VtBlock128
                                                                        : KernelId::kFP16VtBlock192;
     EXPECT_EQ(select_kernel(p), k.vt_dtype == FP8ATTN_VT_FP16 ? fp16_vt : e4m3);
