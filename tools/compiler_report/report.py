@@ -53,49 +53,19 @@ def main():
     args = ap.parse_args()
     commit = sh(f"git -C {ROOT} rev-parse --short HEAD").stdout.strip()
     out = pathlib.Path(args.out) if args.out else ROOT / "results" / f"compiler-{commit}.txt"
-    objdir = ROOT / ".cache" / "compiler_report"
-    objdir.mkdir(parents=True, exist_ok=True)
     sources = sorted((ROOT / "src" / "attn" / "instantiations").glob("*.cu"))
     # Per-file options src/CMakeLists.txt gives (set_source_files_properties(FILE... PROPERTIES
     # COMPILE_OPTIONS "..."), one or more files, on one line or several).
     per_file = {f: m[2] for m in re.finditer(
         r'set_source_files_properties\(([^()]+?)\s+PROPERTIES\s+COMPILE_OPTIONS\s+"([^"]+)"\)',
         (ROOT / "src" / "CMakeLists.txt").read_text()) for f in m[1].split()}
-    objs, stderr = [], []
-    for src in sources:  # the flags of src/CMakeLists.txt that change code: -O3, -DNDEBUG, per file
-        obj = objdir / (src.stem + ".o")
-        extra = per_file.get(str(src.relative_to(ROOT / "src")), "")
-        cmd = (f"nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a "
-               f"--expt-relaxed-constexpr -Xptxas=-v {extra} -I{ROOT}/include -I{ROOT}/src -c {src} -o {obj}")
-        log = subprocess.run(cmd, shell=True, capture_output=True, text=True)
-        if log.returncode != 0:
-            sys.exit(log.stderr)
-        objs.append(obj)
-        stderr.append(log.stderr)
-    ptxas = {}
-    current = None
-    for line in "\n".join(stderr).splitlines():
-        m = re.search(r"Compiling entry function '(\S+)'", line)
-        if m:
-            current = m.group(1)
-        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and current:
-            ptxas.setdefault(current, {}).update(stack=int(m[1]), spill_st=int(m[2]), spill_ld=int(m[3]))
-        m = re.search(r"Used (\d+) registers", line)
-        if m and current:
-            ptxas.setdefault(current, {}).update(regs=int(m[1]))
-        if "C75" in line and current:
-            ptxas.setdefault(current, {}).setdefault("notes", []).append(line.strip())
-    # cuobjdump 12.8 exits 1 after dumping a CUDA 13 object (it still prints every function).
-    tool = cuobjdump()
-    env = dict(os.environ, PATH=f"{pathlib.Path(tool).parent}:{os.environ.get('PATH', '')}")
-    sass = "".join(subprocess.run(f"{tool} -sass {obj}", shell=True, capture_output=True, text=True,
-                                  env=env).stdout for obj in objs)
-    if "Function : " not in sass:
+    objs, stderr = compile_objs([str(src.relative_to(ROOT / "src")) for src in sources], per_file)
+    ptxas = ptxas_info(stderr)
+    functions = sass_functions(objs)
+    if not functions:
         sys.exit("cuobjdump printed no SASS")
     kernels = {}
-    for block in re.split(r"\n\s*Function : ", sass)[1:]:
-        name = block.split("\n", 1)[0].strip()
+    for name, block in functions:
         lines = block.splitlines()
         dealloc = next((i for i, l in enumerate(lines) if "USETMAXREG.DEALLOC" in l), len(lines))
         local = [i for i, l in enumerate(lines) if re.search(r"\b(STL|LDL)\b", l)]
@@ -149,14 +119,13 @@ def main():
 PREPASS_SOURCES = ("quant/kv_stats.cu", "quant/quantize_kv.cu", "quant/quantize_q.cu")
 
 
-def prepass_section(per_file) -> list[str]:
-    """One line per pre-pass kernel instantiation: registers, spills (ptxas), SASS instructions."""
+def compile_objs(rel_sources, per_file):
+    """Each src/<rel> compiled with the flags of src/CMakeLists.txt that change code (-O3,
+    -DNDEBUG, its per-file options) and -Xptxas=-v: (object paths, ptxas's output)."""
     objdir = ROOT / ".cache" / "compiler_report"
     objdir.mkdir(parents=True, exist_ok=True)
-    tool = cuobjdump()
-    env = dict(os.environ, PATH=f"{pathlib.Path(tool).parent}:{os.environ.get('PATH', '')}")
-    ptxas, counts = {}, {}
-    for rel in PREPASS_SOURCES:
+    objs, stderr = [], []
+    for rel in rel_sources:
         src, obj = ROOT / "src" / rel, objdir / (pathlib.Path(rel).stem + ".o")
         cmd = (f"nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a "
                f"--expt-relaxed-constexpr -Xptxas=-v {per_file.get(rel, '')} -I{ROOT}/include "
@@ -164,21 +133,46 @@ def prepass_section(per_file) -> list[str]:
         log = subprocess.run(cmd, shell=True, capture_output=True, text=True)
         if log.returncode != 0:
             sys.exit(log.stderr)
-        current = None
-        for line in log.stderr.splitlines():
-            m = re.search(r"Compiling entry function '(\S+)'", line)
-            current = m.group(1) if m else current
-            m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-            if m and current:
-                ptxas.setdefault(current, {}).update(spill_st=int(m[1]), spill_ld=int(m[2]))
-            m = re.search(r"Used (\d+) registers", line)
-            if m and current:
-                ptxas.setdefault(current, {}).update(regs=int(m[1]))
-        sass = subprocess.run(f"{tool} -sass {obj}", shell=True, capture_output=True, text=True,
-                              env=env).stdout
-        for block in re.split(r"\n\s*Function : ", sass)[1:]:
-            name, body = block.split("\n", 1)
-            counts[name.strip()] = len(re.findall(r"/\*[0-9a-f]{4,}\*/\s+[^;]*;", body))
+        objs.append(obj)
+        stderr.append(log.stderr)
+    return objs, "\n".join(stderr)
+
+
+def ptxas_info(stderr: str) -> dict:
+    """Per entry function: regs, stack, spill_st, spill_ld and its C75xx notes, from ptxas -v."""
+    ptxas, current = {}, None
+    for line in stderr.splitlines():
+        m = re.search(r"Compiling entry function '(\S+)'", line)
+        if m:
+            current = m.group(1)
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and current:
+            ptxas.setdefault(current, {}).update(stack=int(m[1]), spill_st=int(m[2]), spill_ld=int(m[3]))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current:
+            ptxas.setdefault(current, {}).update(regs=int(m[1]))
+        if "C75" in line and current:
+            ptxas.setdefault(current, {}).setdefault("notes", []).append(line.strip())
+    return ptxas
+
+
+def sass_functions(objs) -> list[tuple[str, str]]:
+    """(mangled name, listing) of every function in the objects' SASS."""
+    # cuobjdump 12.8 exits 1 after dumping a CUDA 13 object (it still prints every function).
+    tool = cuobjdump()
+    env = dict(os.environ, PATH=f"{pathlib.Path(tool).parent}:{os.environ.get('PATH', '')}")
+    sass = "".join(subprocess.run(f"{tool} -sass {obj}", shell=True, capture_output=True, text=True,
+                                  env=env).stdout for obj in objs)
+    return [(block.split("\n", 1)[0].strip(), block)
+            for block in re.split(r"\n\s*Function : ", sass)[1:]]
+
+
+def prepass_section(per_file) -> list[str]:
+    """One line per pre-pass kernel instantiation: registers, spills (ptxas), SASS instructions."""
+    objs, stderr = compile_objs(PREPASS_SOURCES, per_file)
+    ptxas = ptxas_info(stderr)
+    counts = {name: len(re.findall(r"/\*[0-9a-f]{4,}\*/\s+[^;]*;", body))
+              for name, body in sass_functions(objs)}
     names = sorted(set(ptxas) | set(counts))
     pretty = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True,
                             text=True).stdout.splitlines() if names else []
