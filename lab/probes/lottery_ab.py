@@ -70,6 +70,11 @@ WAVES_SHAPES = [(1, 2048, 16384, 32, 8, False), (1, 2048, 16384, 32, 32, False),
                 (1, 16384, 16384, 32, 8, False), (4, 4096, 4096, 16, 2, False),
                 (4, 4096, 4096, 16, 16, False)]
 
+# --shape-set launch: a fixed cost per launch or per CTA? 132 heads make one tile per SM per
+# 128 query rows, so sq = 128 n gives exactly n waves; the time against n (16k and 4k keys) splits
+# each kernel's time into a per-launch intercept and a per-wave slope.
+LAUNCH_SHAPES = [(1, 128 * n, sk, 132, 132, False) for sk in (16384, 4096) for n in (1, 2, 4, 8, 16)]
+
 
 def parse_config(text):
     tag, _, rest = text.partition("=")
@@ -83,7 +88,7 @@ def child(args, configs, fa3):
     records = []
     base_env = {k: os.environ.get(k) for c in configs for k in c["env"]}
     sets = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES,
-            "sections": SECTION_SHAPES, "all": ALL_SHAPES, "waves": WAVES_SHAPES}[args.shape_set]
+            "sections": SECTION_SHAPES, "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES}[args.shape_set]
     for row in sets[: args.shapes]:
         b, sq, sk, h, hkv, causal = row if len(row) == 6 else (row[0], row[1], *row[1:])
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
@@ -121,7 +126,7 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
-    ap.add_argument("--shape-set", choices=("short", "long", "trim", "sections", "all", "waves"), default="short")
+    ap.add_argument("--shape-set", choices=("short", "long", "trim", "sections", "all", "waves", "launch"), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
