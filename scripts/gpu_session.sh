@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU session: runs THERE (H200), from the repo root, with $OUT set and .carry/ carried (made
-# here by scripts/stage_gpu.sh, the wheel by scripts/gpu/stage_package.sh) and .whl/ (FA3).
+# here by scripts/stage_gpu.sh, the wheel by scripts/gpu/stage_package.sh) and FA3 (.carry/fa3_site.tar.xz
+# from scripts/pack_fa3.sh, or the wheel in .whl/).
 # Builds nothing. PARTS (default: all of them, in this order) picks stages, so that a session
 # that does not fit one 10-minute call runs as several calls on the same warm machine:
 #   tests     every GPU test executable in .carry/tests/ (GoogleTest XML), passed/failed counted
@@ -128,7 +129,7 @@ if has harness; then
   FP8ATTN_LIB="$PWD/$CARRY/libfp8attn.so" timeout -k 10 "${HARNESS_TIMEOUT_S:-420}" \
     python3 bench/harness.py --lib "$CARRY/libfp8attn.so" --out "$OUT" \
     ${tests_json:+--tests-json "$tests_json"} --commit-file "$CARRY/COMMIT" --captures "$CARRY/captures" \
-    "${attach[@]}" --command "PARTS='$PARTS' scripts/gpu_session.sh (carry .carry, .whl)" \
+    "${attach[@]}" --command "PARTS='$PARTS' scripts/gpu_session.sh (carry .carry, FA3)" \
     ${HARNESS_ARGS:-}  # HARNESS_ARGS=--dry-run rehearses this script on a machine without a GPU
   rc=$?
   ((rc == 0)) || echo "HARNESS FAILED (exit $rc): the results files may be missing or partial"

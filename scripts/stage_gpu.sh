@@ -76,12 +76,14 @@ fi
 
 # BUNDLE=1: the library, the tests, their fallbacks, COMMIT and BUILD_INFO also as one
 # .carry/bundle.tar.xz (~5x smaller; scripts/gpu_session.sh unpacks it when the plain files are
-# not carried), so that a call can carry it with FA3's wheel: carry [".carry/bundle.tar.xz",
-# ".whl"] for tests, sanitizers and the speed sweep in one call.
+# not carried), and FA3's wheel recompressed (.carry/fa3_site.tar.xz, scripts/pack_fa3.sh), so that
+# one call carries both: [".carry/bundle.tar.xz", ".carry/fa3_site.tar.xz"] for tests, sanitizers
+# and the speed sweep; the capture pack (~20 MiB) goes with them only when the tree leaves room.
 if [[ -n "${BUNDLE:-}" ]]; then
   rm -f "$CARRY/bundle.tar.xz"
   tar -cJf "$CARRY/bundle.tar.xz" -C "$CARRY" libfp8attn.so tests fallback COMMIT BUILD_INFO
   echo "stage: $CARRY/bundle.tar.xz $(du -h "$CARRY/bundle.tar.xz" | cut -f1)"
+  [[ -f "$CARRY/fa3_site.tar.xz" ]] || scripts/pack_fa3.sh
 fi
 
 # The working tree travels too: tracked files plus untracked, not ignored ones.
