@@ -65,8 +65,11 @@ print(min([2048] + [l["tensors"]["q"]["shape"][1] for mo in m["models"] for l in
     PACK_ARGS="--tokens $tokens --kv-heads 0"
   fi
   echo "stage: packing captured activations (tools/capture/pack.py $PACK_ARGS)"
+  # The repository's environment (scripts/setup.sh: numpy and safetensors), else the system's.
+  py=python3
+  [[ -x .venv/bin/python ]] && py=.venv/bin/python
   # shellcheck disable=SC2086
-  if ! python3 tools/capture/pack.py $PACK_ARGS --out "$CARRY/captures"; then
+  if ! "$py" tools/capture/pack.py $PACK_ARGS --out "$CARRY/captures"; then
     echo "stage: WARNING: pack failed; no captured activations carried"
     rm -rf "$CARRY/captures"
   fi
