@@ -81,6 +81,9 @@ SHORTNC_SHAPES = [(8, 2048, 2048, 32, 32, False), (4, 4096, 4096, 32, 32, False)
                   (4, 4096, 4096, 16, 2, False), (2, 8000, 8000, 32, 32, False),
                   (2, 8192, 8192, 32, 32, False)]
 
+SHAPE_SETS = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
+              "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
+
 
 def parse_config(text):
     tag, _, rest = text.partition("=")
@@ -93,8 +96,7 @@ def child(args, configs, fa3):
     lib = fc.load(configs[0]["lib"])
     records = []
     base_env = {k: os.environ.get(k) for c in configs for k in c["env"]}
-    sets = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES,
-            "sections": SECTION_SHAPES, "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}[args.shape_set]
+    sets = SHAPE_SETS[args.shape_set]
     for row in sets[: args.shapes]:
         b, sq, sk, h, hkv, causal = row if len(row) == 6 else (row[0], row[1], *row[1:])
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
@@ -132,7 +134,7 @@ def main():
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
-    ap.add_argument("--shape-set", choices=("short", "long", "trim", "sections", "all", "waves", "launch", "shortnc"), default="short")
+    ap.add_argument("--shape-set", choices=tuple(SHAPE_SETS), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
