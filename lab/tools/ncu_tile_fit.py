@@ -3,8 +3,9 @@ method, the elapsed cycles of two non-causal shapes with the same number of tile
 number of waves) and different key lengths give a cost per key and a fixed cost per tile:
     cycles per tile = elapsed / ceil(tiles / SMs),  fixed = per_tile(short) - keys(short) * per_key.
 Also prints, per shape, the SM-active share of the elapsed cycles and executed instructions per tile.
-    python3 lab/tools/ncu_tile_fit.py NCU.tar.gz SHORT_TAG LONG_TAG [OTHER_TAG ...]
-  (tags as in the CSV names without the method: b4-s4096-h32-32-c0)"""
+    python3 lab/tools/ncu_tile_fit.py NCU.tar.gz SHORT_TAG LONG_TAG [OTHER_TAG ...] [--methods M ...]
+  (tags as in the CSV names without the method: b4-s4096-h32-32-c0; the CSVs are named
+  METHOD-TAG.csv; --methods default fp8attn fa3_fp8, the last one the yardstick of the model lines)"""
 import csv
 import io
 import math
@@ -21,13 +22,18 @@ def metrics(text):
             if r[i_m] and re.fullmatch(r"[0-9.,]+", r[i_v] or "x")}
 
 
-def main(path, *tags):
+def main(path, *args):
+    tags = list(args)
+    methods = ["fp8attn", "fa3_fp8"]
+    if "--methods" in tags:
+        i = tags.index("--methods")
+        tags, methods = tags[:i], tags[i + 1:]
     with tarfile.open(path) as t:
         files = {m.name.split("/")[-1][:-4]: t.extractfile(m).read().decode() for m in t.getmembers()
                  if m.name.endswith(".csv")}
-    print(f"# python3 lab/tools/ncu_tile_fit.py {path} {' '.join(tags)}")
+    print(f"# python3 lab/tools/ncu_tile_fit.py {path} {' '.join(args)}")
     fits = {}
-    for method in ("fp8attn", "fa3_fp8"):
+    for method in methods:
         per = {}
         for tag in tags:
             m = metrics(files[f"{method}-{tag}"])
@@ -42,9 +48,11 @@ def main(path, *tags):
         k = (c1 - c0) / (s1 - s0)
         fits[method] = (k, c0 - s0 * k)
         print(f"{method:8s} fit over {tags[0]} and {tags[1]}: {k:.2f} cycles per key + {c0 - s0 * k:.0f} per tile")
-    for s in (1024, 2048, 4096, 8192, 16384):
-        ours, theirs = (fits[m][1] + s * fits[m][0] for m in ("fp8attn", "fa3_fp8"))
-        print(f"model, tile of {s:5d} keys: fp8attn / FA3 FP8 speed {theirs / ours:.3f}")
+    yard = methods[-1]
+    for m in methods[:-1]:
+        for s in (1024, 2048, 4096, 8192, 16384):
+            ours, theirs = (fits[x][1] + s * fits[x][0] for x in (m, yard))
+            print(f"model, tile of {s:5d} keys: {m} / {yard} speed {theirs / ours:.3f}")
 
 
 if __name__ == "__main__":
