@@ -1,8 +1,8 @@
 # Sourced on the GPU machine (scripts/gpu_session.sh, the lab probes): install_fa3 makes
 # FlashAttention-3 (PyPI fa3-fwd==0.0.3) importable from /tmp/site, put first on PYTHONPATH: as
-# an earlier call on this warm machine left it, else from .carry/fa3_site.tar.xz (scripts/pack_fa3.sh)
-# or the wheel carried in .whl/, else it
-# says it is not importable (the harness then records FA3 as failed, never drops it).
+# an earlier call on this warm machine left it, else from .carry/fa3_site.tar.xz
+# (scripts/pack_fa3.sh) or the wheel carried in .whl/, else it says it is not importable (the
+# harness then records FA3 as failed, never drops it).
 install_fa3() {
   if ! python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import fa3_fwd_interface" 2>/dev/null; then
     if [[ -f .carry/fa3_site.tar.xz ]]; then
