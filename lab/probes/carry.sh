@@ -16,6 +16,10 @@
 #   carry_begin ARCHIVE NAME LOG DIR...   there: unpack ARCHIVE (prints nothing), FA3, the header
 #                                         and each DIR's COMMIT into LOG; sets B (the unpacked
 #                                         folder) and LD_LIBRARY_PATH for DIR (the first)
+#   carry_lot FIRST_CONFIG LOG            there: every .carry/lot*.tar.xz (lottery_stage.sh and
+#                                         the like) into a fresh /tmp/lot (B), their BUILDS kept
+#                                         apart; FA3; the header of FIRST_CONFIG's folder
+#                                         (TAG=FOLDER[,...]) and the builds into LOG
 #   carry_kernel_ab ROWS DIR:TAG...       there: kernel_ab.py, the first DIR's library against the
 #                                         others, each in its own process, into $OUT (time limit
 #                                         KAB_TIMEOUT, default 480 s)
@@ -73,6 +77,17 @@ carry_header() {
 carry_fa3() {
   source scripts/gpu/fa3.sh
   install_fa3
+}
+carry_lot() {
+  local a first=${1#*=}
+  first=${first%%,*}
+  B=/tmp/lot; rm -rf "$B"; mkdir -p "$B"
+  for a in .carry/lot*.tar.xz; do
+    tar -xJf "$a" -C "$B" && { [[ -f "$B/BUILDS" ]] && mv "$B/BUILDS" "$B/BUILDS.$(basename "$a" .tar.xz)"; }
+  done
+  carry_fa3
+  carry_header "$B/$first" | tee "$2"
+  cat "$B"/BUILDS.* 2>/dev/null | tee -a "$2"
 }
 carry_unpack() {
   local dir=/tmp/$2

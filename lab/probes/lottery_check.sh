@@ -10,14 +10,7 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-B=/tmp/lot; rm -rf "$B"; mkdir -p "$B"
-for a in .carry/lot*.tar.xz; do
-  tar -xJf "$a" -C "$B" && { [[ -f "$B/BUILDS" ]] && mv "$B/BUILDS" "$B/BUILDS.$(basename "$a" .tar.xz)"; }
-done
-carry_fa3
-first=${1#*=}; first=${first%%,*}
-carry_header "$B/$first" | tee "$OUT/lottery.log"
-cat "$B"/BUILDS.* 2>/dev/null | tee -a "$OUT/lottery.log"
+carry_lot "$1" "$OUT/lottery.log"
 if [[ -n "${LOT_TESTS:-}" ]]; then
   (carry_env "$B/$LOT_TESTS"; carry_tests "$B/$LOT_TESTS" "$OUT/lottery-tests.log" test_attention:150 test_nonfinite:60) 2>&1 | tee -a "$OUT/lottery.log"
 fi

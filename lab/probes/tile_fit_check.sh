@@ -10,15 +10,9 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/ncu"
 source lab/probes/carry.sh
-B=/tmp/lot; rm -rf "$B"; mkdir -p "$B"
-for a in .carry/lot*.tar.xz; do
-  tar -xJf "$a" -C "$B" && { [[ -f "$B/BUILDS" ]] && mv "$B/BUILDS" "$B/BUILDS.$(basename "$a" .tar.xz)"; }
-done
-carry_fa3
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+carry_lot "$1" "$OUT/tile-fit.log"
 first=${1#*=}; first=${first%%,*}
-carry_header "$B/$first" | tee "$OUT/tile-fit.log"
-cat "$B"/BUILDS.* 2>/dev/null | tee -a "$OUT/tile-fit.log"
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 SHAPES=("4 4096 32 32" "1 16384 32 32")
 profile() {  # tag lib method b s h hkv [env...]
   local tag=$1 lib=$2 method=$3 b=$4 s=$5 h=$6 hkv=$7; shift 7
