@@ -7,12 +7,5 @@
 #     trim=rel,FP8ATTN_LAB_TRIM_TILE_KEYS=16384 noepi=noepi
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$PWD
 bash lab/probes/lottery_stage.sh none
-source lab/probes/carry.sh
-tmp=$(mktemp -d)
-carry_patched "$root" "$root/lab/variants/noepi.patch" "$tmp/noepi"
-echo "noepi: $(cat "$tmp/noepi/COMMIT")" > "$tmp/BUILDS"
-(cd "$tmp" && tar -cf - BUILDS noepi/COMMIT noepi/libfp8attn.so | xz -9 -T2 > "$root/.carry/lot-noepi.tar.xz")
-rm -rf "$tmp"
-du -sh .carry/lot.tar.xz .carry/lot-noepi.tar.xz
+bash lab/probes/patch_stage.sh noepi=noepi.patch
