@@ -251,11 +251,17 @@ class Prepass:
         L.check(L.fp8attn_q_quant_init(ctypes.byref(self.qq), self.q_buf.data_ptr(),
                                        self.q_buf.numel(), b, sq, h, d), "quant", "q init")
         tq, tk, tv = _bf16(self.q), _bf16(self.k), _bf16(self.v)
-        L.check(L.fp8attn_quantize_qkv(ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv),
-                                       ctypes.byref(opts), scale,
-                                       ctypes.byref(self.cache), ctypes.byref(self.qq),
-                                       ws.data_ptr(), ws.numel(), _stream()),
-                "quant", "quantize_qkv")
+        args = (ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(opts),
+                ctypes.c_float(scale), ctypes.byref(self.cache), ctypes.byref(self.qq),
+                ws.data_ptr(), ctypes.c_size_t(ws.numel()), _stream())
+
+        def requantize():
+            """The pre-pass again into the same buffers (enqueued, not synchronized): the pre-pass
+            alone, for timing it."""
+            L.check(L.fp8attn_quantize_qkv(*args), "quant", "quantize_qkv")
+        requantize.keep = (opts, ws, tq, tk, tv)
+        self.requantize = requantize
+        requantize()
         torch.cuda.synchronize()
 
     def _params(self, causal: bool, mode: str, out, lse):

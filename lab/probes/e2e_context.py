@@ -25,7 +25,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "lab" / "probes"))
 import fp8attn_calls as fc  # noqa: E402
 import speed  # noqa: E402
-from e2e_split import flops, prepass_runner  # noqa: E402
 
 SHAPES = [(16, 1024, 32, 32, True), (16, 1024, 32, 32, False), (2, 8192, 32, 32, True)]
 RUNS = 100
@@ -87,7 +86,7 @@ def main():
         v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
         e2e = fc.end_to_end_runner(lib, q, k, v, causal)
         pp = fc.prepass(lib, q, k, v)
-        pre = prepass_runner(lib, pp)
+        pre = pp.requantize
         qz = fc.quantize_per_head(q, k, v)
         kph = fc.kernel_runner(lib, qz, causal, "fp8attn")
         row = {"b": b, "s": s, "h": h, "h_kv": h_kv, "causal": causal}
@@ -99,7 +98,7 @@ def main():
         runs["kph"] = kph
         names = list(runs)
         times = speed.time_ms_alternating([runs[n] for n in names], warmup=5, runs=RUNS)
-        f = flops(b, s, h, causal)
+        f = speed.Shape(b, s, s, h, h_kv, 128, causal).flops()
         row["ms_median"] = {n: statistics.median(t) for n, t in zip(names, times)}
         row["tflops_median"] = {n: f / (m * 1e-3) / 1e12 for n, m in row["ms_median"].items()}
         ms = row["ms_median"]

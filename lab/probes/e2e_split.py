@@ -17,7 +17,6 @@ all alternated call by call (speed.time_ms_alternating, CUDA events per call), t
 
 usage: python3 lab/probes/e2e_split.py LIB OUT.json [COMMIT_FILE]   (FA3 on PYTHONPATH optional)
 """
-import ctypes
 import json
 import statistics
 import sys
@@ -35,33 +34,6 @@ import speed  # noqa: E402
 SHAPES = [(16, 1024, 32, 32, True), (16, 1024, 32, 32, False), (2, 8192, 32, 32, True),
           (2, 8192, 32, 32, False)]
 RUNS = 100
-
-
-def flops(b, s, h, causal):
-    return 4.0 * b * h * 128 * (s * (s + 1) / 2 if causal else s * s)
-
-
-def prepass_runner(lib, pp):
-    """fp8attn_quantize_qkv into pp's own buffers, with its options: the pre-pass alone."""
-    L = lib.c
-    b, sq, sk, h, h_kv, d = pp.shape
-    opts = L.quant_options()
-    ws = torch.empty(L.fp8attn_quantize_kv_workspace_bytes(b, sk, h_kv), dtype=torch.uint8,
-                     device="cuda")
-    tq, tk, tv = fc._bf16(pp.q), fc._bf16(pp.k), fc._bf16(pp.v)
-    scale = 1.0 / d ** 0.5
-    args = (ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(opts),
-            ctypes.c_float(scale), ctypes.byref(pp.cache), ctypes.byref(pp.qq), ws.data_ptr(),
-            ctypes.c_size_t(ws.numel()), fc._stream())
-    fn = L.fp8attn_quantize_qkv
-
-    def run():
-        status = fn(*args)
-        if status != 0:
-            L.check(status, "quant", "quantize_qkv")
-    run()
-    run.keep = (opts, ws, tq, tk, tv, pp)
-    return run
 
 
 def kernel_on_prepass(lib, pp, causal):
@@ -132,7 +104,7 @@ def main():
         v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
         run = {"e2e": fc.end_to_end_runner(lib, q, k, v, causal)}
         pp = fc.prepass(lib, q, k, v)
-        run["pre"] = prepass_runner(lib, pp)
+        run["pre"] = pp.requantize
         run["kpp"] = kernel_on_prepass(lib, pp, causal)
 
         def split(pre=run["pre"], kpp=run["kpp"]):
@@ -146,7 +118,7 @@ def main():
         torch.cuda.synchronize()
         names = list(run)
         times = speed.time_ms_alternating([run[n] for n in names], warmup=5, runs=RUNS)
-        f = flops(b, s, h, causal)
+        f = speed.Shape(b, s, s, h, h_kv, 128, causal).flops()
         row = {"b": b, "s": s, "h": h, "h_kv": h_kv, "causal": causal, "ms_median": {},
                "tflops_median": {}}
         for n, t in zip(names, times):
