@@ -52,16 +52,16 @@ struct Config {
   // tiles); the 192-key FP16 V^T kernel at every length (measured faster there). These
   // configurations also take the KV head from the producer (SharedStorage::tile_kv_head).
   static constexpr bool kTmaStoreO = kTmaStoreO_;
-  // The first block (FirstBlock). The E4M3 TMA-store kernels only (select.h): the skip measured
-  // +2-3% at 1k-4k causal head to head with FA3 FP8, the trim a further +3-8% at 1k and 2k
-  // causal and 1k non-causal; with the fused row sums the trimmed kernel is the fastest on every
-  // causal row and behind the others non-causal from 2k keys on (select.h, trim_tiles); every
-  // ptxas schedule of the long-tile kernel with the skip measured slower at 8k, and the FP16 P
-  // kernels have not been measured with either.
+  // The first block (FirstBlock). The E4M3 kernels only (select.h): the skip measured +2-3% at
+  // 1k-4k causal head to head with FA3 FP8, the trim a further +3-8% at 1k and 2k causal and 1k
+  // non-causal; with the fused row sums the trimmed TMA-store kernel is the fastest on every
+  // causal row. The long-tile kernel takes the trim without the skip's re-scheduled loop: +1.5 to
+  // +4% on the non-causal rows from 4k keys (their last, partial block computed only as far as
+  // sk), output bits unchanged. The FP16 P kernels have not been measured with either.
   static constexpr bool kTrimFirstBlock = kFirst_ == FirstBlock::kTrim;
   static constexpr bool kSkipMaskedBlock = kFirst_ != FirstBlock::kWhole;
-  static_assert(kFirst_ == FirstBlock::kWhole || (kTmaStoreO_ && kP_ == PPrecision::kE4M3),
-                "first-block skip and trim: E4M3 TMA-store kernels only");
+  static_assert(kFirst_ == FirstBlock::kWhole || kP_ == PPrecision::kE4M3,
+                "first-block skip and trim: E4M3 P kernels only");
   static constexpr bool kVtF16 = kVt == VtType::kFP16;
   // One K descale per head only: select.h never sends a per-block K descale (one per
   // FP8ATTN_K_SCALE_BLOCK = 128 keys) to a kernel whose blocks are longer. The FP16 P kernels

@@ -22,8 +22,11 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
                       const LaunchOptions& opts, cudaStream_t stream);
 
 // The shipped configurations (select.h's KernelId), one instantiation file each.
+// The long-tile kernel: O stored from registers, the first block trimmed to the keys the
+// warpgroup sees (non-causal: the partial block sk ends in; select.h sends it no causal call).
 using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /*kStages=*/2,
-                                  /*kTcRowSum=*/true>;
+                                  /*kTcRowSum=*/true, 0, VtType::kE4M3, /*kTmaStoreO=*/false,
+                                  FirstBlock::kTrim>;
 // The same with O leaving through shared memory and the TMA, and the first block skipped where
 // the warpgroup sees none of it (short non-causal tiles, select.h) ...
 using KernelE4M3Block192TmaStore =

@@ -7,15 +7,16 @@ namespace fp8attn::attn {
 
 enum class KernelId : int {
   // E4M3 P, one-level accumulation, 192-key blocks, l from the tensor core: one K descale per
-  // head (or none); per-block costs spread over 1.5x the keys of a 128-key block.
+  // head (or none); per-block costs spread over 1.5x the keys of a 128-key block. The first
+  // block a warpgroup visits is computed only as far as its rows see (sk's partial last block).
   kE4M3Block192,
   // The same arithmetic with O written through shared memory and the TMA: for short tiles, where
   // the epilogue's 32 scattered stores per thread are a visible share of a tile (measured: +4-6%
   // at 16 x 1k, +0-2% at 8 x 2k, -1-3% at 8k).
   kE4M3Block192TmaStore,
-  // The same with the first block a warpgroup visits computed only as far as its rows see (its
-  // first 64 or 128 keys where that suffices) and the row sums fused into the P V product: every
-  // causal call and the shortest non-causal tiles (trim_tiles below, with the measurements).
+  // The TMA-store kernel with the first block also trimmed (its first 64 or 128 keys where those
+  // hold every key its rows see) and the row sums fused into the P V product: every causal call
+  // and the shortest non-causal tiles (trim_tiles below, with the measurements).
   kE4M3Block192Trim,
   // E4M3 P with a per-block K descale: a block must be one FP8ATTN_K_SCALE_BLOCK (128 keys) so
   // that its descale is one scalar per block; 3 stages fill the shared memory 192 would use.
