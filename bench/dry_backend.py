@@ -133,10 +133,10 @@ def exact_attention(q, k, v, causal, softmax_scale=None, p_round=None):
     return np.where(vis.transpose(0, 2, 1, 3), o, 0), lse
 
 
-P_ROUND = {"fp8attn": e4m3, "fp8attn_p_hilo": lambda p: e4m3(p) + e4m3(p - e4m3(p)),
+P_ROUND = {"fp8attn": e4m3, "fp8attn_exact": e4m3, "fp8attn_p_hilo": lambda p: e4m3(p) + e4m3(p - e4m3(p)),
            "fp8attn_p_fp16": fp16, "fa3_fp8": e4m3, "fp8attn_accurate": fp16}
 VT16_MODES = ("fp8attn_accurate",)
-E4M3_V_MODES = ("fp8attn", "fp8attn_p_hilo", "fp8attn_p_fp16")
+E4M3_V_MODES = ("fp8attn", "fp8attn_exact", "fp8attn_p_hilo", "fp8attn_p_fp16")
 
 
 def error_metrics(out, ref):

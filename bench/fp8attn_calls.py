@@ -43,8 +43,8 @@ from fp8attn.quantize import quantize_per_head, unpermute_vt  # noqa: E402,F401
 # Method name -> the library's P precision enum name (its value is read from the library).
 # MODES read E4M3 V^T (fp8attn_p_fp16: the converter kernel, for callers holding E4M3 V);
 # VT16_MODES read an FP16 V^T (FP8ATTN_VT_FP16).
-MODES = {"fp8attn": "FP8ATTN_P_E4M3", "fp8attn_p_hilo": "FP8ATTN_P_E4M3_HILO",
-              "fp8attn_p_fp16": "FP8ATTN_P_FP16"}
+MODES = {"fp8attn": "FP8ATTN_P_E4M3", "fp8attn_exact": "FP8ATTN_P_E4M3_EXACT",
+         "fp8attn_p_hilo": "FP8ATTN_P_E4M3_HILO", "fp8attn_p_fp16": "FP8ATTN_P_FP16"}
 ACCURATE = "fp8attn_accurate"
 VT16_MODES = {ACCURATE: "FP8ATTN_P_FP16"}
 

@@ -39,7 +39,7 @@ import sweep  # noqa: E402
 
 T0 = time.time()
 KERNEL_PEERS = ("fa3_fp8", "fa3_bf16", "sdpa_cudnn_bf16")
-SEED_MODES = ("fp8attn_p_hilo", "fp8attn_p_fp16")
+SEED_MODES = ("fp8attn_exact", "fp8attn_p_hilo", "fp8attn_p_fp16")
 # The accurate mode (FP16 P on FP16 V^T, issue 14): head to head with FA3 FP8 and FA3 BF16 at the
 # seed and the short row; its BF16-in call with FA3 BF16 at the seed.
 ACCURATE, E2E_ACCURATE = "fp8attn_accurate", "fp8attn_accurate_end_to_end"
@@ -48,7 +48,7 @@ SPEED_PARTS = ("speed", "rope")
 # Guesses for the time estimate only (TFLOP/s on the H200, from issues 13, 14 and 17; the
 # accurate mode's from lab/results/probe/2026-12-01-h200-310618d-accurate-v16-ab.json; the rope
 # pairs' below results/rope-pairs-704758963d1e.json's, for their short rows).
-GUESS_TFLOPS = {"fp8attn": 800, "fp8attn_p_hilo": 450, "fp8attn_p_fp16": 520,
+GUESS_TFLOPS = {"fp8attn": 800, "fp8attn_exact": 780, "fp8attn_p_hilo": 450, "fp8attn_p_fp16": 520,
                 "fp8attn_end_to_end": 600, ACCURATE: 580, E2E_ACCURATE: 450, "fa3_fp8": 850,
                 "fa3_bf16": 700, "sdpa_cudnn_bf16": 560, "gemm": 650,
                 ROPE_PAIR: 550, ROPE_PEER: 600}

@@ -1,5 +1,6 @@
 """The methods the harness times and measures, all on the same data:
-  fp8attn, fp8attn_p_hilo, fp8attn_p_fp16   the kernel per P precision on E4M3 V^T
+  fp8attn, fp8attn_exact, fp8attn_p_hilo,   the kernel per P precision on E4M3 V^T (exact:
+  fp8attn_p_fp16                            FA3 FP8's softmax numerics)
                                             (bench/fp8attn_calls.py)
   fp8attn_accurate                          FP16 P on FP16 V^T (V / v_descale in FP16, the
                                             per-head Q, K of the others)

@@ -17,6 +17,7 @@ SPEED_LINES = [("fp8attn", "fp8attn", "fa3_fp8"), ("FA3 FP8", "fa3_fp8", "fp8att
 TRADEOFF_POINTS = [
     ("fp8attn (E4M3 P), per-head inputs", "fp8attn", "fa3_fp8", "fp8attn", "kernel_only", "o"),
     ("fp8attn (E4M3 P), own inputs", "fp8attn", "fa3_fp8", "fp8attn@prepass", "kernel_only", "s"),
+    ("fp8attn exact softmax, per-head inputs", "fp8attn_exact", "fa3_fp8", "fp8attn_exact", "kernel_only", "<"),
     ("P hi+lo, own inputs", "fp8attn_p_hilo", "fa3_fp8", "fp8attn_p_hilo@prepass", "kernel_only", "^"),
     ("FP16 P on E4M3 V (converter), own inputs", "fp8attn_p_fp16", "fa3_fp8", "fp8attn_p_fp16@prepass",
      "kernel_only", "v"),

@@ -41,15 +41,18 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
     nm.o_format = Format::BF16;
     return nm;
   }
-  nm.block_n = (hilo || k_descale_per_block) ? FP8ATTN_K_SCALE_BLOCK : 192;
+  // FP8ATTN_P_E4M3_EXACT: FA3 FP8's softmax (offset 8, the exact running max, l the FP32 sum of
+  // p), 192-key blocks (the kernel takes no per-block K descale).
+  const bool exact = p_precision == FP8ATTN_P_E4M3_EXACT;
+  nm.block_n = (hilo || (k_descale_per_block && !exact)) ? FP8ATTN_K_SCALE_BLOCK : 192;
   nm.last_to_first = true;
   nm.p_format = Format::E4M3;
   nm.p_hilo = hilo;
-  nm.p_offset_log2 = FP8ATTN_P_OFFSET_LOG2;
-  nm.rescale_slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
+  nm.p_offset_log2 = exact ? FP8ATTN_P_EXACT_OFFSET_LOG2 : FP8ATTN_P_OFFSET_LOG2;
+  nm.rescale_slack_log2 = exact ? 0.f : FP8ATTN_RESCALE_SLACK_LOG2;
   // E4M3 P (one-level, 128- or 192-key blocks): l is the tensor core's sum of the rounded P
-  // (kVariantTcRowSum); hi+lo P (two-level): l sums the FP32 p.
-  nm.l_from_rounded_p = !hilo;
+  // (kVariantTcRowSum); hi+lo P (two-level) and the exact softmax: l sums the FP32 p.
+  nm.l_from_rounded_p = !hilo && !exact;
   nm.acc_qk = acc;
   nm.acc_pv = acc;
   nm.two_level = hilo;
@@ -64,7 +67,7 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
     throw std::invalid_argument("kernel_mirror_forward: bad shapes or null inputs");
   }
   if (in.p_precision != FP8ATTN_P_E4M3 && in.p_precision != FP8ATTN_P_E4M3_HILO &&
-      in.p_precision != FP8ATTN_P_FP16) {
+      in.p_precision != FP8ATTN_P_FP16 && in.p_precision != FP8ATTN_P_E4M3_EXACT) {
     throw std::invalid_argument("kernel_mirror_forward: unknown p_precision");
   }
   if (in.v_f16 && in.p_precision != FP8ATTN_P_FP16) {

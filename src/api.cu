@@ -26,8 +26,10 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   const LaunchOptions opts;
   switch (select_kernel(*params)) {
     case KernelId::kE4M3Block192: return launch<KernelE4M3Block192>(*params, dev_info, opts, st);
-    case KernelId::kE4M3Block192TmaStore: return launch<KernelE4M3Block192TmaStore>(*params, dev_info, opts, st);
     case KernelId::kE4M3Block192Trim: return launch<KernelE4M3Block192Trim>(*params, dev_info, opts, st);
+    case KernelId::kE4M3ExactBlock192: return launch<KernelE4M3ExactBlock192>(*params, dev_info, opts, st);
+    case KernelId::kE4M3ExactBlock192Trim:
+      return launch<KernelE4M3ExactBlock192Trim>(*params, dev_info, opts, st);
     case KernelId::kE4M3Block128: return launch<KernelE4M3Block128>(*params, dev_info, opts, st);
     case KernelId::kE4M3HiLoTwoLevel: return launch<KernelE4M3HiLoTwoLevel>(*params, dev_info, opts, st);
     case KernelId::kFP16Block128: return launch<KernelFP16Block128>(*params, dev_info, opts, st);

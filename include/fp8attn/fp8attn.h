@@ -36,6 +36,12 @@ typedef enum fp8attn_p_precision {
   // V in FP16: loaded as such from an FP16 V^T (FP8ATTN_VT_FP16, the fast form), or up-converted
   // from E4M3 V^T in shared memory by the kernel (FP8ATTN_VT_E4M3, for callers with E4M3 V).
   FP8ATTN_P_FP16 = 2,
+  // E4M3 P with FlashAttention-3 FP8's softmax numerics: P = e4m3(2^(s - m +
+  // FP8ATTN_P_EXACT_OFFSET_LOG2)) against the exact running max m (no slack), and l the FP32
+  // sum of the unrounded p. Its kernel-only error matches FA3 FP8's on the same inputs where the
+  // default's (offset 5, slack 3, l from the rounded P) is up to ~1.8x higher on outlier-heavy
+  // scores; it runs a few percent slower. 192-key blocks; one K descale per head (or none) only.
+  FP8ATTN_P_E4M3_EXACT = 3,
 } fp8attn_p_precision;
 
 // The dtype of V^T (fp8attn_fwd_params.vt_dtype, fp8attn_kv_cache.vt_dtype).
@@ -60,6 +66,8 @@ typedef enum fp8attn_vt_dtype {
 // so most blocks skip rescaling O and l; P stays <= 2^(offset + slack) = 256 <= 448.
 #define FP8ATTN_P_OFFSET_LOG2 5.0f
 #define FP8ATTN_RESCALE_SLACK_LOG2 3.0f
+// FP8ATTN_P_E4M3_EXACT's offset; its running max has no slack (P <= 2^8 = 256 <= 448).
+#define FP8ATTN_P_EXACT_OFFSET_LOG2 8.0f
 
 // Position p (0..31) inside a 32-key group of V^T holds key fp8attn_vt_key_at(p) of that group.
 // This is the order in which the FP8 wgmma A-fragment wants P; storing V^T in that order lets the

@@ -19,7 +19,8 @@ BF16_INPUTS = (torch.bfloat16, torch.float16)
 E4M3 = torch.float8_e4m3fn
 
 # mode -> the library's fp8attn_p_precision enum name.
-MODES = {"e4m3": "FP8ATTN_P_E4M3", "e4m3_hilo": "FP8ATTN_P_E4M3_HILO", "fp16": "FP8ATTN_P_FP16"}
+MODES = {"e4m3": "FP8ATTN_P_E4M3", "e4m3_hilo": "FP8ATTN_P_E4M3_HILO", "fp16": "FP8ATTN_P_FP16",
+         "e4m3_exact": "FP8ATTN_P_E4M3_EXACT"}
 
 
 @torch.compiler.assume_constant_result
@@ -34,7 +35,7 @@ def head_dim() -> int:
 
 
 def p_precision(mode) -> int:
-    """The library's fp8attn_p_precision value of `mode` ('e4m3', 'e4m3_hilo', 'fp16')."""
+    """The library's fp8attn_p_precision value of `mode` ('e4m3', 'e4m3_exact', 'e4m3_hilo', 'fp16')."""
     if not isinstance(mode, str):
         raise TypeError(f"mode must be one of {sorted(MODES)}, got {type(mode).__name__}")
     if mode not in MODES:

@@ -10,7 +10,8 @@ one torch.library custom op, so it works eagerly, under torch.compile and in CUD
   q_rot = fp8attn.rope(q, cos, sin)                            # the rotary alone (BF16)
 
 mode picks the precision of the softmax probabilities P in P @ V (fp8attn_p_precision):
-'e4m3' (fastest), 'fp16' or 'e4m3_hilo' (BF16-level kernel error). `quant` overrides the
+'e4m3' (fastest), 'e4m3_exact' (FlashAttention-3 FP8's softmax numerics: its kernel-only error,
+a few percent slower; one K scale per head), 'fp16' or 'e4m3_hilo' (BF16-level kernel error). `quant` overrides the
 pre-pass's defaults (fp8attn_quant_options: smooth_k, smooth_v, hadamard_qk, q_scale, v_scale,
 k_scale, hadamard_seed).
 Outputs: O (b, sq, h, 128) in q's dtype for BF16/FP16 q (BF16 for FP8 q), LSE (b, h, sq) float32

@@ -21,8 +21,15 @@ enum class FirstBlock : int { kWhole = 0, kSkip = 1, kTrim = 2 };
 
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
           int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false,
-          FirstBlock kFirst_ = FirstBlock::kWhole, bool kFusedRowSum_ = false>
+          FirstBlock kFirst_ = FirstBlock::kWhole, bool kFusedRowSum_ = false,
+          bool kExactSoftmax_ = false>
 struct Config {
+  // FP8ATTN_P_E4M3_EXACT's softmax: P's offset FP8ATTN_P_EXACT_OFFSET_LOG2 (8) against the exact
+  // running max (no slack), instead of FP8ATTN_P_OFFSET_LOG2 (5) with FP8ATTN_RESCALE_SLACK_LOG2
+  // (3). With l from the FP32 p (kTcRowSum off), FA3 FP8's numerics (softmax.cuh).
+  static constexpr bool kExactSoftmax = kExactSoftmax_;
+  static_assert(!kExactSoftmax || (kP_ == PPrecision::kE4M3 && !kTcRowSum_),
+                "the exact softmax: E4M3 P, l from the FP32 p");
   // l from the tensor core: each P V k-step also issues m64n8k32 of P against a block of E4M3
   // ones into a fresh per-block accumulator (the sum of the rounded P that weighted V), added to
   // the FP32 l once per block, so 96 FADD per thread per block leave the softmax. Otherwise l is

@@ -14,7 +14,7 @@
 namespace fp8attn::attn {
 
 template <class Cfg>
-using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery, Cfg::kTcRowSum>;
+using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery, Cfg::kTcRowSum, Cfg::kExactSoftmax>;
 
 // P as A-fragments of the PV wgmma: E4M3 (4 keys a register), plus the lo term for hi+lo; or
 // FP16 (2 keys a register).

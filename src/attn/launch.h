@@ -27,16 +27,19 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
 using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /*kStages=*/2,
                                   /*kTcRowSum=*/true, 0, VtType::kE4M3, /*kTmaStoreO=*/false,
                                   FirstBlock::kTrim>;
-// The same with O leaving through shared memory and the TMA, and the first block skipped where
-// the warpgroup sees none of it (short non-causal tiles, select.h) ...
-using KernelE4M3Block192TmaStore =
-    Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
-           FirstBlock::kSkip>;
-// ... or trimmed to the keys the warpgroup sees (every causal call and the shortest non-causal
-// tiles, select.h), with the row sums from the P V product itself.
+// The same with O leaving through shared memory and the TMA, the first block also skipped where
+// the warpgroup sees none of it, and the row sums from the P V product itself (causal calls).
 using KernelE4M3Block192Trim =
     Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
            FirstBlock::kTrim, /*kFusedRowSum=*/true>;
+// FP8ATTN_P_E4M3_EXACT: the same two kernels with FA3 FP8's softmax (offset 8, the exact running
+// max, l from the FP32 p, so neither row sum from the tensor core).
+using KernelE4M3ExactBlock192 =
+    Config<PPrecision::kE4M3, false, 192, 2, /*kTcRowSum=*/false, /*kPolyExpEvery=*/0, VtType::kE4M3,
+           /*kTmaStoreO=*/false, FirstBlock::kTrim, /*kFusedRowSum=*/false, /*kExactSoftmax=*/true>;
+using KernelE4M3ExactBlock192Trim =
+    Config<PPrecision::kE4M3, false, 192, 2, /*kTcRowSum=*/false, /*kPolyExpEvery=*/0, VtType::kE4M3,
+           /*kTmaStoreO=*/true, FirstBlock::kTrim, /*kFusedRowSum=*/false, /*kExactSoftmax=*/true>;
 using KernelE4M3Block128 = Config<PPrecision::kE4M3, false, 128, 3, true>;
 using KernelE4M3HiLoTwoLevel = Config<PPrecision::kE4M3HiLo, true, 128, 2, false>;
 using KernelFP16Block128 = Config<PPrecision::kFP16, false, 128, 2, false>;
@@ -51,11 +54,13 @@ using KernelFP16VtBlock192 =
 
 extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
-extern template fp8attn_status launch<KernelE4M3Block192TmaStore>(const fp8attn_fwd_params&,
-                                                                  const DeviceInfo&, const LaunchOptions&,
-                                                                  cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3Block192Trim>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                               const LaunchOptions&, cudaStream_t);
+extern template fp8attn_status launch<KernelE4M3ExactBlock192>(const fp8attn_fwd_params&, const DeviceInfo&,
+                                                               const LaunchOptions&, cudaStream_t);
+extern template fp8attn_status launch<KernelE4M3ExactBlock192Trim>(const fp8attn_fwd_params&,
+                                                                   const DeviceInfo&, const LaunchOptions&,
+                                                                   cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3Block128>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3HiLoTwoLevel>(const fp8attn_fwd_params&,

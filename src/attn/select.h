@@ -9,15 +9,17 @@ enum class KernelId : int {
   // E4M3 P, one-level accumulation, 192-key blocks, l from the tensor core: one K descale per
   // head (or none); per-block costs spread over 1.5x the keys of a 128-key block. The first
   // block a warpgroup visits is computed only as far as its rows see (sk's partial last block).
+  // Every non-causal call (causal_kernel below, with the measurements).
   kE4M3Block192,
-  // The same arithmetic with O written through shared memory and the TMA: for short tiles, where
-  // the epilogue's 32 scattered stores per thread are a visible share of a tile (measured: +4-6%
-  // at 16 x 1k, +0-2% at 8 x 2k, -1-3% at 8k).
-  kE4M3Block192TmaStore,
-  // The TMA-store kernel with the first block also trimmed (its first 64 or 128 keys where those
-  // hold every key its rows see) and the row sums fused into the P V product: every causal call
-  // and the shortest non-causal tiles (trim_tiles below, with the measurements).
+  // The same arithmetic with O written through shared memory and the TMA, the first block
+  // skipped where the warpgroup sees none of it and else trimmed (its first 64 or 128 keys where
+  // those hold every key its rows see: the diagonal), and the row sums fused into the P V
+  // product: every causal call.
   kE4M3Block192Trim,
+  // FP8ATTN_P_E4M3_EXACT (FA3 FP8's softmax: offset 8, the exact running max, l from the FP32 p):
+  // the same two kernels, by the same rule (causal_kernel).
+  kE4M3ExactBlock192,
+  kE4M3ExactBlock192Trim,
   // E4M3 P with a per-block K descale: a block must be one FP8ATTN_K_SCALE_BLOCK (128 keys) so
   // that its descale is one scalar per block; 3 stages fill the shared memory 192 would use.
   kE4M3Block128,
@@ -50,22 +52,14 @@ constexpr long long average_keys(const fp8attn_fwd_params& p) {
   return sq <= sk ? sk - sq + sq / 2 : sk * sk / (2 * sq);
 }
 
-// Short non-causal tiles, at most 2048 keys: O through shared memory and the TMA
-// (e4m3_block192_tma_store); longer ones store O from registers (e4m3_block192). Causal calls
-// take the trimmed kernel below at every length.
-inline constexpr int kShortTileKeys = 2048;
-constexpr bool short_tiles(const fp8attn_fwd_params& p) { return average_keys(p) <= kShortTileKeys; }
-
-// The trimmed first block (Config::kTrimFirstBlock, with the row sums fused into the P V
-// product): every causal call, and non-causal ones of at most 1024 keys. Measured head to head
-// with FA3 FP8 against the skip-only and long-tile kernels at every causal row of the sweep (1k to
-// 16k, GQA, sq 2k against sk 16k: level at 1k, +1.5% at 2k, +4.5 to +5% from 4k on) and at 1k
-// non-causal; behind them non-causal from 2k on (8 x 2k -2%, 8k -8%) (docs/kernel.md,
-// "Configurations and dispatch").
-inline constexpr int kTrimTileKeys = 1024;
-constexpr bool trim_tiles(const fp8attn_fwd_params& p) {
-  return p.causal || average_keys(p) <= kTrimTileKeys;
-}
+// Causal calls take the TMA-store kernel with the fused row sums (e4m3_block192_trim), non-causal
+// ones the register-epilogue kernel (e4m3_block192), at every length. Measured head to head with
+// FA3 FP8: the former fastest on every causal row of the sweep (1k to 16k, GQA, sq 2k against sk
+// 16k) against the skip-only and register-epilogue kernels; since the register-epilogue kernel
+// trims its first block too, it is the fastest non-causal one from 1k keys up (against the
+// TMA-store kernels: +3% at 16 x 1k, +4% at 8 x 2k; docs/kernel.md, "Configurations and
+// dispatch").
+constexpr bool causal_kernel(const fp8attn_fwd_params& p) { return p.causal != 0; }
 
 // The causal tile order's L2 sections balanced (attn/sections.h) where tiles visit more than
 // kBalancedSectionKeys keys on average: measured +3% at GQA 2k x 16k causal (its remainder section
@@ -78,8 +72,7 @@ constexpr bool balanced_sections(const fp8attn_fwd_params& p) {
 
 // The E4M3-P kernel for one K descale per head (or none), by the tiles' length.
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
-  if (trim_tiles(p)) return KernelId::kE4M3Block192Trim;
-  return short_tiles(p) ? KernelId::kE4M3Block192TmaStore : KernelId::kE4M3Block192;
+  return causal_kernel(p) ? KernelId::kE4M3Block192Trim : KernelId::kE4M3Block192;
 }
 
 // kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()
@@ -94,6 +87,9 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
     case FP8ATTN_P_E4M3:
       if (k_scale_per_block(p)) return KernelId::kE4M3Block128;
       return e4m3_head_scale_kernel(p);
+    case FP8ATTN_P_E4M3_EXACT:  // validate() refuses a per-block K descale
+      if (k_scale_per_block(p)) return KernelId::kInvalid;
+      return causal_kernel(p) ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192;
     case FP8ATTN_P_E4M3_HILO: return KernelId::kE4M3HiLoTwoLevel;
     case FP8ATTN_P_FP16: return KernelId::kFP16Block128;
     default: return KernelId::kInvalid;
@@ -103,8 +99,9 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
 constexpr const char* kernel_name(KernelId id) {
   switch (id) {
     case KernelId::kE4M3Block192: return "e4m3_block192";
-    case KernelId::kE4M3Block192TmaStore: return "e4m3_block192_tma_store";
     case KernelId::kE4M3Block192Trim: return "e4m3_block192_trim";
+    case KernelId::kE4M3ExactBlock192: return "e4m3_exact_block192";
+    case KernelId::kE4M3ExactBlock192Trim: return "e4m3_exact_block192_trim";
     case KernelId::kE4M3Block128: return "e4m3_block128";
     case KernelId::kE4M3HiLoTwoLevel: return "e4m3_hilo_two_level";
     case KernelId::kFP16Block128: return "fp16_block128";

@@ -10,6 +10,7 @@
 //   m'    = c if c > m + slack else m                       running max (slack 3): most blocks
 //                                                           leave m, so O and l need no rescale
 //   p     = exp2(S * scale - (m' - offset))                 offset 5: P in [0, 2^(5+3) = 256]
+//           (FP8ATTN_P_E4M3_EXACT: offset 8, slack 0, l from the FP32 p: FA3 FP8's numerics)
 //   P8    = e4m3(p), in the A-fragment order of the PV wgmma (V^T's keys are stored permuted to
 //           match, so no register shuffles are needed); FP8ATTN_P_FP16: P16 = fp16(p), whose
 //           A-fragment order is the accumulator's (to_f16_fragments)
@@ -26,17 +27,19 @@
 
 namespace fp8attn::attn {
 
-// P's exponent offset and the running max's slack (fp8attn.h): m moves only when a block's max
-// exceeds it by more than the slack, so p = exp2(S * scale - (m - offset)) <= 2^(5 + 3) = 256.
-constexpr float kPOffsetLog2 = FP8ATTN_P_OFFSET_LOG2;
-constexpr float kRescaleSlackLog2 = FP8ATTN_RESCALE_SLACK_LOG2;
-static_assert(kPOffsetLog2 + kRescaleSlackLog2 <= 8.8f, "P must stay <= 448 (E4M3's max)");
-
 // kTcRowSum: l is the sum of the rounded P, from the tensor core (add_block_sum), not the FP32 sum
 // of p. kPolyExpEvery > 0: every kPolyExpEvery-th group of 8 keys takes exp2 from a polynomial on
-// the FMA pipe (ptx::exp2_poly); no shipped configuration uses it (0: MUFU only).
-template <int kBlockN, int kPolyExpEvery, bool kTcRowSum_>
+// the FMA pipe (ptx::exp2_poly); no shipped configuration uses it (0: MUFU only). kExact:
+// FP8ATTN_P_E4M3_EXACT's offset and no slack (Config::kExactSoftmax).
+template <int kBlockN, int kPolyExpEvery, bool kTcRowSum_, bool kExact = false>
 struct OnlineSoftmax {
+  // P's exponent offset and the running max's slack (fp8attn.h): m moves only when a block's max
+  // exceeds it by more than the slack, so p = exp2(S * scale - (m - offset)) <= 2^(offset + slack)
+  // = 256 either way.
+  static constexpr float kPOffsetLog2 = kExact ? FP8ATTN_P_EXACT_OFFSET_LOG2 : FP8ATTN_P_OFFSET_LOG2;
+  static constexpr float kRescaleSlackLog2 = kExact ? 0.f : FP8ATTN_RESCALE_SLACK_LOG2;
+  static_assert(kPOffsetLog2 + kRescaleSlackLog2 <= 8.8f, "P must stay <= 448 (E4M3's max)");
+
   static constexpr int kRegs = kBlockN / 2;  // accumulator registers per thread
   float row_max[2];  // m, log2 units; -inf until a visible key is seen
   float row_sum[2];  // l, this thread's partial FP32 sum of p (the quad reduces it in finalize)

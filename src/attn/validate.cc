@@ -87,8 +87,11 @@ fp8attn_status validate(const fp8attn_fwd_params* p) {
     return fail(bad, "softmax_scale must be finite and > 0");
   if (p->causal != 0 && p->causal != 1) return fail(bad, "causal must be 0 or 1");
   if (p->p_precision != FP8ATTN_P_E4M3 && p->p_precision != FP8ATTN_P_E4M3_HILO &&
-      p->p_precision != FP8ATTN_P_FP16)
+      p->p_precision != FP8ATTN_P_FP16 && p->p_precision != FP8ATTN_P_E4M3_EXACT)
     return fail(bad, "unknown p_precision " + str(p->p_precision));
+  if (p->p_precision == FP8ATTN_P_E4M3_EXACT && p->k_descale && p->kd_stride_blk != 0)
+    return fail(bad, "p_precision FP8ATTN_P_E4M3_EXACT takes one K descale per head (kd_stride_blk 0, "
+                     "got " + str(p->kd_stride_blk) + "): its 192-key blocks span two 128-key K scale blocks");
   if (p->vt_dtype != FP8ATTN_VT_E4M3 && p->vt_dtype != FP8ATTN_VT_FP16)
     return fail(bad, "unknown vt_dtype " + str(p->vt_dtype) + " (FP8ATTN_VT_E4M3 0, FP8ATTN_VT_FP16 1)");
   if (p->vt_dtype == FP8ATTN_VT_FP16 && p->p_precision != FP8ATTN_P_FP16)

@@ -60,8 +60,26 @@ TEST(AttentionValidate, UnknownPPrecisionNamesIt) {
   std::mt19937 rng(std::random_device{}());
   for (int i = 0; i < 20; ++i) {
     fp8attn_fwd_params p = valid_params(rng);
-    do p.p_precision = static_cast<int32_t>(rng()); while (p.p_precision >= 0 && p.p_precision <= 2);
+    do p.p_precision = static_cast<int32_t>(rng()); while (p.p_precision >= 0 && p.p_precision <= 3);
     expect_rejected(p, "p_precision");
+    EXPECT_EQ(select_kernel(p), KernelId::kInvalid);
+  }
+}
+
+// FP8ATTN_P_E4M3_EXACT runs 192-key blocks only: a per-block K descale is refused by name, one
+// per head (stride 0 along blocks, or no K descale) accepted.
+TEST(AttentionValidate, ExactSoftmaxTakesOneKDescalePerHead) {
+  std::mt19937 rng(std::random_device{}());
+  static float kd[4];
+  for (int i = 0; i < 20; ++i) {
+    fp8attn_fwd_params p = valid_params(rng);
+    p.p_precision = FP8ATTN_P_E4M3_EXACT;
+    EXPECT_EQ(validate(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
+    p.k_descale = kd;
+    p.kd_stride_h = 0, p.kd_stride_b = 0, p.kd_stride_blk = 0;
+    EXPECT_EQ(validate(&p), FP8ATTN_SUCCESS) << fp8attn_last_error();
+    p.kd_stride_blk = 1 + rng() % 7;
+    expect_rejected(p, "FP8ATTN_P_E4M3_EXACT");
     EXPECT_EQ(select_kernel(p), KernelId::kInvalid);
   }
 }
@@ -93,28 +111,25 @@ TEST(AttentionValidate, OtherArgumentsNamed) {
   EXPECT_EQ(validate(nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
 }
 
-// E4M3 P with one K descale per head: every causal call and non-causal ones of at most
-// kTrimTileKeys keys take the trimmed first block; longer non-causal ones the TMA-store epilogue up
-// to kShortTileKeys keys, the register epilogue beyond.
-TEST(AttentionSelect, TrimmedCausalTmaStoreForShortTiles) {
+// E4M3 P with one K descale per head: every causal call takes the TMA-store kernel with the
+// fused row sums, every non-causal one the register-epilogue kernel, at any length; the exact
+// softmax (FP8ATTN_P_E4M3_EXACT) its own pair by the same rule.
+TEST(AttentionSelect, CausalTmaStoreNonCausalRegisterEpilogue) {
   std::mt19937 rng(std::random_device{}());
-  constexpr KernelId kLong = KernelId::kE4M3Block192, kShort = KernelId::kE4M3Block192TmaStore,
-                     kTrim = KernelId::kE4M3Block192Trim;
   const struct {
     int sq, sk, causal;
-    KernelId want;
-  } cases[] = {{1024, 1024, 1, kTrim},   {1024, 1024, 0, kTrim},   {2048, 2048, 0, kShort},
-               {2048, 2048, 1, kTrim},   {2049, 2049, 1, kTrim},   {2050, 2050, 1, kTrim},
-               {4096, 4096, 1, kTrim},   {4096, 4096, 0, kLong},   {8192, 8192, 1, kTrim},
-               {8192, 8192, 0, kLong},   {2048, 16384, 1, kTrim},  {16384, 2048, 1, kTrim},
-               {1, 1024, 0, kTrim},      {1, 1025, 0, kShort},     {1, 1025, 1, kTrim},
-               {1, 1026, 1, kTrim},      {1, 2048, 0, kShort},     {1, 2049, 0, kLong},
-               {8193, 8193, 1, kTrim},   {16384, 16384, 1, kTrim}, {1, 65536, 1, kTrim},
-               {1, 1, 0, kTrim},         {1, 1, 1, kTrim}};
+  } cases[] = {{1024, 1024, 1}, {1024, 1024, 0}, {2048, 2048, 0},  {2048, 2048, 1},  {2049, 2049, 1},
+               {4096, 4096, 1}, {4096, 4096, 0}, {8192, 8192, 1},  {8192, 8192, 0},  {2048, 16384, 1},
+               {16384, 2048, 1}, {1, 1024, 0},   {1, 1025, 0},     {1, 1025, 1},     {1, 2049, 0},
+               {1, 65536, 1},   {1, 1, 0},       {1, 1, 1},        {300, 77, 0},     {77, 300, 1}};
   for (const auto& c : cases) {
     fp8attn_fwd_params p = with_lengths(rng, c.sq, c.sk, c.causal);
     p.p_precision = FP8ATTN_P_E4M3;
-    EXPECT_EQ(select_kernel(p), c.want) << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
+    EXPECT_EQ(select_kernel(p), c.causal ? KernelId::kE4M3Block192Trim : KernelId::kE4M3Block192)
+        << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
+    p.p_precision = FP8ATTN_P_E4M3_EXACT;
+    EXPECT_EQ(select_kernel(p), c.causal ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192)
+        << "exact: sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
   }
 }
 
@@ -144,7 +159,7 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
   for (int i = 0; i < 20; ++i) {
     fp8attn_fwd_params p = valid_params(rng);
     p.p_precision = FP8ATTN_P_E4M3;
-    // The length rule itself is pinned by TrimmedCausalTmaStoreForShortTiles.
+    // The mask rule itself is pinned by CausalTmaStoreNonCausalRegisterEpilogue.
     const KernelId e4m3 = fp8attn::attn::e4m3_head_scale_kernel(p);
     EXPECT_EQ(select_kernel(p), e4m3);
     p.k_descale = kd;  // one per head: stride 0 along blocks

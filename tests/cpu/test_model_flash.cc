@@ -133,6 +133,10 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
   const bool fp16 = nm.p_format == fm::Format::FP16;  // FP8ATTN_P_FP16
   const int D = 128, group = H / HK, nkb = (sk + 127) / 128;
   const int BN = nm.block_n;
+  // FP8ATTN_P_E4M3_EXACT's softmax (fp8attn.h), read from the header, not from kernel_numerics.
+  const bool exact = in.p_precision == FP8ATTN_P_E4M3_EXACT;
+  const float slack = exact ? 0.0f : FP8ATTN_RESCALE_SLACK_LOG2;
+  const float offset = exact ? FP8ATTN_P_EXACT_OFFSET_LOG2 : FP8ATTN_P_OFFSET_LOG2;
   if (in.k_descale_per_block && BN != 128) throw std::logic_error("per-block K descales need 128-key blocks");
   const float ssl2 = (in.softmax_scale > 0 ? in.softmax_scale : 1.0f / std::sqrt(128.0f)) *
                      1.4426950408889634f;
@@ -163,11 +167,11 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
             if (j < ke) mx = std::fmax(mx, acc);
           }
           const float cand = std::fmax(m, mx * scale);
-          const bool moves = cand > m + FP8ATTN_RESCALE_SLACK_LOG2;  // softmax.cuh's step_max
+          const bool moves = cand > m + slack;  // softmax.cuh's step_max
           const float m_new = moves ? cand : m;
           const float m_use = m_new == -INFINITY ? 0.0f : m_new;
           const float alpha = moves ? fm::flash_exp2(m - m_use) : 1.0f;
-          const float nb = FP8ATTN_P_OFFSET_LOG2 - m_use;
+          const float nb = offset - m_use;
           float bsum[4] = {0, 0, 0, 0};
           for (int j = j0; j < j1; ++j) {
             const float p = j < ke ? fm::flash_exp2(std::fma(s[j - j0], scale, nb)) : 0.0f;
@@ -211,7 +215,7 @@ fm::KernelMirrorOutputs literal_kernel(const fm::KernelMirrorInputs& in) {
           out.o_f32(b, i, h, c) = L > 0 ? std::fma(o[c] * vd, inv, ob) : 0.0f;
         }
         const size_t li = (static_cast<size_t>(b) * H + h) * sq + i;
-        out.lse[li] = L > 0 ? (m + std::log2(L) - FP8ATTN_P_OFFSET_LOG2) * 0.69314718055994531f +
+        out.lse[li] = L > 0 ? (m + std::log2(L) - offset) * 0.69314718055994531f +
                                   (in.lse_bias ? in.lse_bias[li] : 0.0f)
                             : -INFINITY;
       }
@@ -318,7 +322,24 @@ INSTANTIATE_TEST_SUITE_P(
                       MirrorCase{1, 200, 200, 2, 2, false, FP8ATTN_P_FP16, 4},
                       MirrorCase{2, 130, 300, 4, 2, true, FP8ATTN_P_FP16, 4},
                       MirrorCase{1, 300, 130, 2, 1, true, FP8ATTN_P_FP16, 4},  // empty rows
-                      MirrorCase{1, 500, 500, 2, 1, false, FP8ATTN_P_FP16, 4, false}));
+                      MirrorCase{1, 500, 500, 2, 1, false, FP8ATTN_P_FP16, 4, false},
+                      // the exact softmax (offset 8, no slack, l from FP32 p; 192-key blocks)
+                      MirrorCase{2, 130, 500, 4, 2, true, FP8ATTN_P_E4M3_EXACT, 4, false},
+                      MirrorCase{1, 500, 500, 2, 1, false, FP8ATTN_P_E4M3_EXACT, 4, false},
+                      MirrorCase{1, 300, 130, 2, 1, true, FP8ATTN_P_E4M3_EXACT, 4, false}));
+
+// FP8ATTN_P_E4M3_EXACT's numerics: FA3 FP8's softmax (fp8attn.h) in the E4M3 kernel's blocks.
+TEST(KernelMirror, ExactSoftmaxNumerics) {
+  const fm::FlashNumerics nm = fm::kernel_numerics(FP8ATTN_P_E4M3_EXACT, fm::Accumulator::kHopperFP8, false);
+  EXPECT_EQ(nm.block_n, 192);
+  EXPECT_EQ(nm.p_format, fm::Format::E4M3);
+  EXPECT_FALSE(nm.p_hilo);
+  EXPECT_FALSE(nm.l_from_rounded_p);
+  EXPECT_FALSE(nm.two_level);
+  EXPECT_EQ(nm.p_offset_log2, FP8ATTN_P_EXACT_OFFSET_LOG2);
+  EXPECT_EQ(nm.rescale_slack_log2, 0.0f);
+  EXPECT_EQ(nm.acc_qk, fm::Accumulator::kHopperFP8);
+}
 
 // FP8ATTN_P_FP16's numerics as src/api.cu dispatches it: one configuration whatever the K descale
 // granularity or the accumulator model asked for the QK^T (the FP16 P V accumulates in FP32).

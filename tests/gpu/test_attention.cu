@@ -61,7 +61,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // FP16 V^T with one K descale per head: its 192-key blocks
                       Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, true, false, true},
                       Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_FP16, false, false, true, true, true},
-                      Shape{1, 450, 450, 2, 1, false, FP8ATTN_P_FP16, false, true, true, false, true}),
+                      Shape{1, 450, 450, 2, 1, false, FP8ATTN_P_FP16, false, true, true, false, true},
+                      // The exact softmax (FP8ATTN_P_E4M3_EXACT: one K descale per head)
+                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_E4M3_EXACT, false, false, true},
+                      Shape{1, 257, 450, 2, 1, false, FP8ATTN_P_E4M3_EXACT, true, false, true},
+                      Shape{2, 200, 500, 4, 2, true, FP8ATTN_P_E4M3_EXACT, false, false, true, true}),
     [](const auto& info) { return info.param.name(); });
 
 // ---- against exact FP64 attention -------------------------------------------------------------
@@ -121,7 +125,13 @@ std::vector<Shape> fp64_shapes() {
     v.push_back({3, 127, 1000, 5, 5, causal, FP8ATTN_P_FP16});
     v.push_back({3, 1000, 1000, 5, 5, causal, FP8ATTN_P_FP16, false, false, true});
     v.push_back({2, 1000, 300, 4, 2, causal, FP8ATTN_P_FP16});  // causal: rows with no key
+    // The exact softmax (one K descale per head).
+    v.push_back({3, 1000, 1000, 5, 5, causal, FP8ATTN_P_E4M3_EXACT, false, false, true});
+    v.push_back({2, 1000, 300, 4, 2, causal, FP8ATTN_P_E4M3_EXACT, false, false, true});
+    v.push_back({1, 1000, 1000, 32, 8, causal, FP8ATTN_P_E4M3_EXACT, true, false, true});  // GQA, biases
   }
+  v.push_back({1, 8191, 8191, 2, 1, true, FP8ATTN_P_E4M3_EXACT, false, false, true});
+  v.push_back({1, 8191, 8191, 2, 1, false, FP8ATTN_P_E4M3_EXACT, false, true, true});  // long, diffuse
   v.push_back({1, 8191, 8191, 2, 1, true, FP8ATTN_P_FP16, false, false, true});
   v.push_back({1, 8191, 8191, 2, 1, false, FP8ATTN_P_FP16, false, true});  // long and diffuse
   v.push_back({1, 8191, 8191, 2, 1, true, FP8ATTN_P_FP16, false, false, true, false, true});  // FP16 V^T

@@ -66,7 +66,10 @@ struct Shape {
     char buf[170];
     std::snprintf(buf, sizeof buf, "b%d_sq%d_sk%d_h%d_hkv%d_%s%s%s%s%s%s%s", b, sq, sk, h, h_kv,
                   causal ? "causal" : "full",
-                  p_precision == FP8ATTN_P_E4M3_HILO ? "_hilo" : p_precision == FP8ATTN_P_FP16 ? "_fp16" : "",
+                  p_precision == FP8ATTN_P_E4M3_HILO    ? "_hilo"
+                  : p_precision == FP8ATTN_P_FP16       ? "_fp16"
+                  : p_precision == FP8ATTN_P_E4M3_EXACT ? "_pexact"
+                                                        : "",
                   biases ? "_bias" : "",
                   diffuse ? "_diffuse" : "", k_head ? "_khead" : "", exact_scores ? "_exact" : "",
                   vt_fp16 ? "_vt16" : "");
@@ -94,12 +97,13 @@ struct KernelChoice {
   int block_n = 128;
   bool two_level = false;
   bool l_rounded = false;
+  float p_offset_log2 = FP8ATTN_P_OFFSET_LOG2, slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
   double p_u = 1.0 / 16, p_ulp = 1.0 / 8, p_sub_abs = 1.0 / 1024, p_sub_ulp = 1.0 / 512;
 };
 inline KernelChoice kernel_choice(const Shape& s) {
   const model::FlashNumerics nm =
       model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head, s.vt_fp16);
-  KernelChoice kc{nm.block_n, nm.two_level, nm.l_from_rounded_p};
+  KernelChoice kc{nm.block_n, nm.two_level, nm.l_from_rounded_p, nm.p_offset_log2, nm.rescale_slack_log2};
   if (nm.p_format == model::Format::FP16)
     kc.p_u = std::ldexp(1.0, -11), kc.p_ulp = std::ldexp(1.0, -10), kc.p_sub_abs = std::ldexp(1.0, -25),
     kc.p_sub_ulp = std::ldexp(1.0, -24);
@@ -364,7 +368,8 @@ struct Output {
 
 // The kernel's documented numerics (src/attn/softmax.cuh) in host FP32, with the dispatch's
 // choices (kernel_choice): blocks of block_n keys last to first, the running max m moving only
-// past the slack (FP8ATTN_RESCALE_SLACK_LOG2), p = exp2(S*scale - (m - FP8ATTN_P_OFFSET_LOG2)),
+// past the slack (FP8ATTN_RESCALE_SLACK_LOG2; 0 for E4M3_EXACT), p = exp2(S*scale - (m - offset))
+// (FP8ATTN_P_OFFSET_LOG2; FP8ATTN_P_EXACT_OFFSET_LOG2 for E4M3_EXACT),
 // P rounded to E4M3 (hi + lo for E4M3_HILO; FP16 for P_FP16), O one-level (O = O*alpha, then P V added) or
 // two-level (P V into a fresh accumulator, then O = O*alpha + it), l = l*alpha + the block's sum
 // of the rounded P (E4M3: what the kernel's tensor core sums) or of the FP32 p (hi+lo), O/l
@@ -406,9 +411,9 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
         mx = std::max(mx, sc[j - j0]);
       }
       const float cand = std::max(m, mx * scale);
-      const float m_new = cand > m + FP8ATTN_RESCALE_SLACK_LOG2 ? cand : m;  // every block sees a key
+      const float m_new = cand > m + kc.slack_log2 ? cand : m;  // every block sees a key
       const float alpha = std::exp2(m - m_new);
-      const float neg_bias = FP8ATTN_P_OFFSET_LOG2 - m_new;
+      const float neg_bias = kc.p_offset_log2 - m_new;
       float sum = 0.f;
       if (kc.two_level) std::fill(ob.begin(), ob.end(), 0.f);
       else
@@ -437,7 +442,7 @@ inline Output mirror_kernel(const Problem& p, std::vector<float>* pre_bf16 = nul
       if (pre_bf16) (*pre_bf16)[o0 + c] = x;
       out.o_bits[o0 + c] = model::float_to_bf16(x);
     }
-    float lse = l > 0.f ? (m + std::log2(l) - FP8ATTN_P_OFFSET_LOG2) * 0.69314718055994531f : -INFINITY;
+    float lse = l > 0.f ? (m + std::log2(l) - kc.p_offset_log2) * 0.69314718055994531f : -INFINITY;
     if (l > 0.f && !p.lse_bias.empty()) lse += p.lse_bias[li];
     out.lse[li] = lse;
   });

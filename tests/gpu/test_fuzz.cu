@@ -80,8 +80,9 @@ FuzzShape draw_shape(uint64_t seed, int i) {
   s.b = 1 + static_cast<int>(std::exp2(std::uniform_real_distribution<double>(0.0, 5.0)(rng))) - 1;
   s.b = std::clamp(s.b, 1, 32);
   s.causal = rng() % 2;
-  s.p_precision = static_cast<int>(rng() % 3);
+  s.p_precision = static_cast<int>(rng() % 4);  // E4M3, hi+lo, FP16, E4M3 exact
   s.k_head = rng() % 2;
+  if (s.p_precision == FP8ATTN_P_E4M3_EXACT) s.k_head = true;  // its only K descale granularity
   s.biases = rng() % 4 == 0;
   f.strided = rng() % 2;
   // Bound the inputs: shrink b, then the heads, until ~2M elements of Q, K and V.
@@ -312,7 +313,7 @@ TEST(Fuzz, RandomShapesAgreeWithMirror) {
               static_cast<unsigned long long>(seed), first, count);
   const auto t0 = std::chrono::steady_clock::now();
   int failed = 0, ran = 0;
-  int by_precision[3] = {}, causal = 0, strided = 0, decode = 0, gqa16 = 0;
+  int by_precision[4] = {}, causal = 0, strided = 0, decode = 0, gqa16 = 0;
   for (int i = first; i < first + count; ++i) {
     const FuzzShape f = draw_shape(seed, i);
     const Problem prob = make_problem(f.s, seed ^ (uint64_t(i) << 20));
@@ -335,9 +336,9 @@ TEST(Fuzz, RandomShapesAgreeWithMirror) {
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("[ info ] %d shapes in %.1f s: E4M3 %d, hi+lo %d, FP16 %d; causal %d, strided %d, "
-              "decode (sq = 1) %d, GQA 16 %d\n",
-              ran, secs, by_precision[0], by_precision[1], by_precision[2], causal, strided, decode, gqa16);
+  std::printf("[ info ] %d shapes in %.1f s: E4M3 %d, hi+lo %d, FP16 %d, exact %d; causal %d, "
+              "strided %d, decode (sq = 1) %d, GQA 16 %d\n",
+              ran, secs, by_precision[0], by_precision[1], by_precision[2], by_precision[3], causal, strided, decode, gqa16);
   std::printf("RELIABILITY fuzz_shapes=%d fuzz_failed=%d seed=%llu\n", ran, failed,
               static_cast<unsigned long long>(seed));
 }
@@ -352,7 +353,7 @@ TEST(Fuzz, DryRunHostWork) {
   const int count = static_cast<int>(env_u64("FP8ATTN_FUZZ_COUNT", 1000));
   const int first = static_cast<int>(env_u64("FP8ATTN_FUZZ_FIRST", 0));
   const auto t0 = std::chrono::steady_clock::now();
-  int by_precision[3] = {}, causal = 0, strided = 0, decode = 0, gqa16 = 0, sq_gt_sk = 0, sk_gt_sq = 0;
+  int by_precision[4] = {}, causal = 0, strided = 0, decode = 0, gqa16 = 0, sq_gt_sk = 0, sk_gt_sq = 0;
   int len1 = 0, odd_len = 0, max_b = 0, max_len = 0;
   double checksum = 0;
   for (int i = first; i < first + count; ++i) {
@@ -373,11 +374,11 @@ TEST(Fuzz, DryRunHostWork) {
     max_b = std::max(max_b, f.s.b), max_len = std::max({max_len, f.s.sq, f.s.sk});
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("[ info ] dry run: %d shapes, host work %.1f s on %u threads: E4M3 %d, hi+lo %d, FP16 %d; "
-              "causal %d, strided %d, decode %d, GQA 16 %d, sq > sk %d, sk > sq %d, a length 1 %d, "
+  std::printf("[ info ] dry run: %d shapes, host work %.1f s on %u threads: E4M3 %d, hi+lo %d, FP16 %d, "
+              "exact %d; causal %d, strided %d, decode %d, GQA 16 %d, sq > sk %d, sk > sq %d, a length 1 %d, "
               "a length not a multiple of 64 %d, max b %d, max length %d (checksum %g)\n",
               count, secs, std::max(1u, std::thread::hardware_concurrency()), by_precision[0],
-              by_precision[1], by_precision[2], causal, strided, decode, gqa16, sq_gt_sk, sk_gt_sq,
+              by_precision[1], by_precision[2], by_precision[3], causal, strided, decode, gqa16, sq_gt_sk, sk_gt_sq,
               len1, odd_len, max_b, max_len, checksum);
   EXPECT_GT(causal, 0);
   EXPECT_GT(decode, 0);

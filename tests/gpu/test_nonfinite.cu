@@ -153,6 +153,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Shape{2, 300, 517, 4, 2, false}, Shape{2, 517, 300, 4, 2, true},
                       with_precision(Shape{2, 300, 517, 4, 2, true}, FP8ATTN_P_E4M3_HILO),
                       with_precision(Shape{2, 300, 517, 4, 2, false}, FP8ATTN_P_FP16),
+                      [] { Shape s{2, 300, 517, 4, 2, true, FP8ATTN_P_E4M3_EXACT}; s.k_head = true; return s; }(),
                       // the default 192-key kernel (one K descale per head), persistent (> 132 tiles)
                       [] { Shape s{2, 2048, 2048, 8, 2, true}; s.k_head = true; return s; }()),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.name(); });

@@ -1,13 +1,13 @@
 // The launches scripts/gpu/sanitize.sh runs under compute-sanitizer (memcheck, racecheck,
 // initcheck, synccheck), one per test so that each tool sees one target at a time:
 //   Sanitize.DefaultCausal / DefaultFull: the shipped default (E4M3 P, one K descale per head:
-//     192-key blocks) at a persistent shape, 144 tiles of 128 rows > 132 SMs (b 1, h 18, s 1024)
-//     (the shortest tiles: the kernel that trims a tile's first block to the keys its warpgroup
-//     sees, O through shared memory and the TMA)
-//   Sanitize.DefaultShortTiles: the default at 2048 non-causal (b 1, h 10: 160 tiles), the
-//     short-tile kernel (O through shared memory and the TMA; attn/select.h, short_tiles)
+//     192-key blocks) at a persistent shape, 144 tiles of 128 rows > 132 SMs (b 1, h 18, s 1024):
+//     causal, the kernel with O through shared memory and the TMA; non-causal, the one storing O
+//     from registers (attn/select.h, causal_kernel); both trim a tile's first block to the keys
+//     its warpgroup sees
 //   Sanitize.DefaultLongTiles: the default with long tiles (b 1, h 5, s 4096, not causal: 160
-//     tiles), the kernel that stores O from registers (attn/select.h, short_tiles)
+//     tiles)
+//   Sanitize.ExactCausal / ExactFull: FP8ATTN_P_E4M3_EXACT's two kernels at the first shape
 //   Sanitize.HiLo / Fp16 / Fp16Vt: the other precision modes at the same shape (causal), FP16 P
 //     from E4M3 V^T (converter warps) and from FP16 V^T (TMA-loaded), K descales per 128-key block
 //   Sanitize.Fp16VtHead: FP16 V^T with one K descale per head (192-key blocks, O through the
@@ -60,11 +60,8 @@ Shape shape(bool causal, int pp, bool k_head) {
 
 TEST(Sanitize, DefaultCausal) { run_kernel(shape(true, FP8ATTN_P_E4M3, true)); }
 TEST(Sanitize, DefaultFull) { run_kernel(shape(false, FP8ATTN_P_E4M3, true)); }
-TEST(Sanitize, DefaultShortTiles) {
-  Shape s{1, 2048, 2048, 10, 1, false, FP8ATTN_P_E4M3};
-  s.k_head = true;
-  run_kernel(s);
-}
+TEST(Sanitize, ExactCausal) { run_kernel(shape(true, FP8ATTN_P_E4M3_EXACT, true)); }
+TEST(Sanitize, ExactFull) { run_kernel(shape(false, FP8ATTN_P_E4M3_EXACT, true)); }
 TEST(Sanitize, DefaultLongTiles) {
   Shape s{1, 4096, 4096, 5, 1, false, FP8ATTN_P_E4M3};
   s.k_head = true;
