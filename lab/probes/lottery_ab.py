@@ -75,8 +75,7 @@ WAVES_SHAPES = [(1, 2048, 16384, 32, 8, False), (1, 2048, 16384, 32, 32, False),
 # each kernel's time into a per-launch intercept and a per-wave slope.
 LAUNCH_SHAPES = [(1, 128 * n, sk, 132, 132, False) for sk in (16384, 4096) for n in (1, 2, 4, 8, 16)]
 
-# --shape-set shortnc: the non-causal rows around the short-tile threshold (TMA-store kernel up to
-# kShortTileKeys, the long-tile kernel beyond), for FP8ATTN_LAB_SHORT_TILE_KEYS probes.
+# --shape-set shortnc: the non-causal rows from 2k to 8k keys (where a per-tile change shows).
 SHORTNC_SHAPES = [(8, 2048, 2048, 32, 32, False), (4, 4096, 4096, 32, 32, False),
                   (4, 4096, 4096, 16, 2, False), (2, 8000, 8000, 32, 32, False),
                   (2, 8192, 8192, 32, 32, False)]

@@ -2,7 +2,7 @@
 # Here (no GPU): for each NAME=PATCH, this tree's library with lab/variants/PATCH applied (in a
 # temporary worktree, carry.sh's carry_patched) as .carry/lot-NAME.tar.xz, folder NAME, which
 # lottery_check.sh, tile_fit_check.sh and the like unpack beside .carry/lot.tar.xz's rel.
-#   bash lab/probes/patch_stage.sh noepi=noepi.patch fa3num=fa3-numerics.patch
+#   bash lab/probes/patch_stage.sh noepi=noepi.patch
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
