@@ -76,13 +76,13 @@ def main():
 
     def short(n):
         # Config<PPrecision, two-level, block_n, stages, l from the tensor core, poly exp2 share,
-        # VtType, O through the TMA, FirstBlock, fused row sums> (src/attn/config.h), as the
-        # Itanium ABI mangles it.
+        # VtType, O through the TMA, FirstBlock, fused row sums, exact softmax> (src/attn/config.h),
+        # as the Itanium ABI mangles it.
         m = re.search(r"PPrecisionE(\d)ELb(\d)ELi(\d+)ELi(\d+)ELb(\d)ELi(\d+)ELNS\d_6VtTypeE(\d)ELb(\d)"
-                      r"(?:ELNS\d_10FirstBlockE(\d))?(?:ELb(\d))?", n)
+                      r"(?:ELNS\d_10FirstBlockE(\d))?(?:ELb(\d))?(?:ELb(\d))?", n)
         if not m:
             return n
-        p, two, bn, st, tc, poly, vt, tma, first, fused = m.groups()
+        p, two, bn, st, tc, poly, vt, tma, first, fused, exact = m.groups()
         if tc == "1" and fused == "1":
             tc = "fused"
         pnames = {"0": "e4m3", "1": "e4m3_hilo", "2": "fp16"}
@@ -90,7 +90,8 @@ def main():
                 f"block_n={bn} stages={st} l={ {'1': 'tensor-core', 'fused': 'tensor-core-fused'}.get(tc, 'fp32') } "
                 f"poly_exp_every={poly} vt={'fp16' if vt == '1' else 'e4m3'} "
                 f"o_store={'tma' if tma == '1' else 'registers'} "
-                f"first_block={ {'1': 'skip', '2': 'trim'}.get(first, 'whole') }")
+                f"first_block={ {'1': 'skip', '2': 'trim'}.get(first, 'whole') } "
+                f"softmax={'exact' if exact == '1' else 'slack'}")
 
     lines = [f"# compiler evidence for the attention kernels (tools/compiler_report/report.py)",
              f"# command: python3 tools/compiler_report/report.py (src/attn/instantiations/*.cu) ; nvcc: {sh('nvcc --version').stdout.splitlines()[-1]}",
