@@ -39,8 +39,8 @@ typedef enum fp8attn_p_precision {
   // E4M3 P with FlashAttention-3 FP8's softmax numerics: P = e4m3(2^(s - m +
   // FP8ATTN_P_EXACT_OFFSET_LOG2)) against the exact running max m (no slack), and l the FP32
   // sum of the unrounded p. Its kernel-only error matches FA3 FP8's on the same inputs where the
-  // default's (offset 5, slack 3, l from the rounded P) is up to ~1.8x higher on outlier-heavy
-  // scores; it runs a few percent slower. 192-key blocks; one K descale per head (or none) only.
+  // default's (offset 5, slack 3, l from the rounded P) is higher on outlier-heavy scores (and
+  // at or lower on most real activations); it runs a few percent slower. 192-key blocks; one K descale per head (or none) only.
   FP8ATTN_P_E4M3_EXACT = 3,
 } fp8attn_p_precision;
 
