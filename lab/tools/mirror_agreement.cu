@@ -6,13 +6,14 @@
 // (make_problem) over several seeds, for the default numerics and for FP8ATTN_P_E4M3_EXACT.
 // Host only (nvcc for the test header's CUDA includes); built and run by hand:
 //   nvcc -std=c++20 -O2 lab/tools/mirror_agreement.cu -I. -Iinclude -DFP8ATTN_HAVE_MODEL_MIRROR \
-//     -c -o /tmp/ma.o && g++ /tmp/ma.o build-stage/model/libfp8attn_model.a -fopenmp -lgtest -lopenblas \
+//     -c -o /tmp/ma.o && g++ /tmp/ma.o build-stage/model/libfp8attn_model.a build-stage/src/libfp8attn.so \
+//     -Wl,-rpath,$PWD/build-stage/src -fopenmp -lgtest -lopenblas \
 //     -L/usr/local/cuda/lib64 -lcudart -o /tmp/mirror_agreement && /tmp/mirror_agreement [SEEDS]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-#include "tests/gpu/test_attention_util.cuh"
+#include "tests/gpu/attention_checks.cuh"
 
 using namespace fp8attn;
 using namespace fp8attn::test;
@@ -20,18 +21,9 @@ using namespace fp8attn::test;
 namespace {
 
 std::vector<float> mirror_o(const Problem& p, model::Accumulator acc) {
-  model::KernelMirrorInputs in;
-  in.batch = p.s.b, in.seqlen_q = p.s.sq, in.seqlen_k = p.s.sk, in.heads = p.s.h, in.heads_kv = p.s.h_kv;
-  in.q = p.q8.data(), in.k = p.k8.data(), in.v = p.v8.data();
-  in.q_descale = p.q_descale.data(), in.k_descale = p.k_descale.data(), in.v_descale = p.v_descale.data();
-  in.lse_bias = p.lse_bias.empty() ? nullptr : p.lse_bias.data();
-  in.o_bias = p.o_bias.empty() ? nullptr : p.o_bias.data();
-  in.softmax_scale = p.softmax_scale, in.causal = p.s.causal, in.p_precision = p.s.p_precision;
-  in.k_descale_per_block = !p.s.k_head;
-  in.accumulator = acc;
-  const model::KernelMirrorOutputs m = model::kernel_mirror_forward(in);
-  std::vector<float> o(m.o_bf16.size());
-  for (size_t i = 0; i < o.size(); ++i) o[i] = model::bf16_to_float(m.o_bf16[i]);
+  const Output out = model_mirror(p, acc);
+  std::vector<float> o(out.o_bits.size());
+  for (size_t i = 0; i < o.size(); ++i) o[i] = out.o(int64_t(i));
   return o;
 }
 

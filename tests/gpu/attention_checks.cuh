@@ -375,8 +375,9 @@ bool mirror_as_kernel() {
     if (!mirror_as_kernel()) FP8ATTN_REQUIRE_SM90(); \
   } while (0)
 
-// The model's mirror when the model provides one, else the host mirror above.
-Output model_mirror(const Problem& p) {
+// The model's mirror when the model provides one, else the host mirror above. `acc`: the model's
+// accumulator for both products (lab/tools/mirror_agreement.cu models the tensor core with it).
+Output model_mirror(const Problem& p, [[maybe_unused]] model::Accumulator acc = model::Accumulator::kFP32) {
 #ifdef FP8ATTN_HAVE_MODEL_MIRROR
   model::KernelMirrorInputs in;
   in.batch = p.s.b, in.seqlen_q = p.s.sq, in.seqlen_k = p.s.sk, in.heads = p.s.h, in.heads_kv = p.s.h_kv;
@@ -387,6 +388,7 @@ Output model_mirror(const Problem& p) {
   in.softmax_scale = p.softmax_scale, in.causal = p.s.causal, in.p_precision = p.s.p_precision;
   in.k_descale_per_block = !p.s.k_head;
   in.vt_fp16 = p.s.vt_fp16;
+  in.accumulator = acc;
   const model::KernelMirrorOutputs m = model::kernel_mirror_forward(in);
   return Output{m.o_bf16, m.lse};
 #else
