@@ -38,7 +38,8 @@ def test_constants_are_the_headers_values(lib):
     assert lib.constant("FP8ATTN_K_SCALE_BLOCK") == 128
     assert lib.constant("FP8ATTN_BUFFER_ALIGN") == 256
     assert {lib.constant(n) for n in ("FP8ATTN_P_E4M3", "FP8ATTN_P_E4M3_HILO",
-                                      "FP8ATTN_P_FP16")} == {0, 1, 2}
+                                      "FP8ATTN_P_FP16", "FP8ATTN_P_E4M3_EXACT")} == {0, 1, 2, 3}
+    assert lib.constant("FP8ATTN_P_EXACT_OFFSET_LOG2") == 8.0
     assert lib.constant("FP8ATTN_SUCCESS") == 0
     with pytest.raises(KeyError):
         lib.constant("FP8ATTN_NO_SUCH_THING")
