@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/extent.h"
+#include "attn/select.h"
 #include "attn/status.h"
 
 // vt_dtype filled the struct's tail padding: its size and every other offset are unchanged.
@@ -89,7 +90,7 @@ fp8attn_status validate(const fp8attn_fwd_params* p) {
   if (p->p_precision != FP8ATTN_P_E4M3 && p->p_precision != FP8ATTN_P_E4M3_HILO &&
       p->p_precision != FP8ATTN_P_FP16 && p->p_precision != FP8ATTN_P_E4M3_EXACT)
     return fail(bad, "unknown p_precision " + str(p->p_precision));
-  if (p->p_precision == FP8ATTN_P_E4M3_EXACT && p->k_descale && p->kd_stride_blk != 0)
+  if (p->p_precision == FP8ATTN_P_E4M3_EXACT && k_scale_per_block(*p))
     return fail(bad, "p_precision FP8ATTN_P_E4M3_EXACT takes one K descale per head (kd_stride_blk 0, "
                      "got " + str(p->kd_stride_blk) + "): its 192-key blocks span two 128-key K scale blocks");
   if (p->vt_dtype != FP8ATTN_VT_E4M3 && p->vt_dtype != FP8ATTN_VT_FP16)
