@@ -70,8 +70,11 @@ constexpr bool balanced_sections(const fp8attn_fwd_params& p) {
   return average_keys(p) > kBalancedSectionKeys;
 }
 
-// The E4M3-P kernel for one K descale per head (or none), by the tiles' length.
+// The E4M3-P kernel for one K descale per head (or none), by the mask and the softmax
+// (FP8ATTN_P_E4M3_EXACT: the same pair with FA3 FP8's softmax).
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
+  if (p.p_precision == FP8ATTN_P_E4M3_EXACT)
+    return causal_kernel(p) ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192;
   return causal_kernel(p) ? KernelId::kE4M3Block192Trim : KernelId::kE4M3Block192;
 }
 
@@ -89,7 +92,7 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
       return e4m3_head_scale_kernel(p);
     case FP8ATTN_P_E4M3_EXACT:  // validate() refuses a per-block K descale
       if (k_scale_per_block(p)) return KernelId::kInvalid;
-      return causal_kernel(p) ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192;
+      return e4m3_head_scale_kernel(p);
     case FP8ATTN_P_E4M3_HILO: return KernelId::kE4M3HiLoTwoLevel;
     case FP8ATTN_P_FP16: return KernelId::kFP16Block128;
     default: return KernelId::kInvalid;
