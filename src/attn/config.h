@@ -14,10 +14,11 @@ enum class PPrecision : int { kE4M3 = 0, kE4M3HiLo = 1, kFP16 = 2 };
 // (fp8attn_vt_key_at), or FP16 in natural key order.
 enum class VtType : int { kE4M3 = 0, kFP16 = 1 };
 // How a consumer warpgroup computes a tile's first key block (consumer() in mainloop.cuh):
-// whole; skipped when all of it lies past the warpgroup's rows' diagonal (kSkip); or, besides
-// that skip, computed only as far as its keys are visible: its first 64 or 128 keys when those
-// hold every key the warpgroup's rows see (kTrim: the diagonal, or sk's last partial block).
-enum class FirstBlock : int { kWhole = 0, kSkip = 1, kTrim = 2 };
+// whole; or skipped when all of it lies past the warpgroup's rows' diagonal and else computed
+// only as far as its keys are visible: its first 64 or 128 keys when those hold every key the
+// warpgroup's rows see (kTrim: the diagonal, or sk's last partial block). (1 was the skip alone,
+// whose only kernel was removed; kTrim keeps 2, the value kernel names and tools carry.)
+enum class FirstBlock : int { kWhole = 0, kTrim = 2 };
 
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
           int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false,
@@ -66,9 +67,8 @@ struct Config {
   // +4% on the non-causal rows from 4k keys (their last, partial block computed only as far as
   // sk), output bits unchanged. The FP16 P kernels have not been measured with either.
   static constexpr bool kTrimFirstBlock = kFirst_ == FirstBlock::kTrim;
-  static constexpr bool kSkipMaskedBlock = kFirst_ != FirstBlock::kWhole;
   static_assert(kFirst_ == FirstBlock::kWhole || kP_ == PPrecision::kE4M3,
-                "first-block skip and trim: E4M3 P kernels only");
+                "the first-block trim: E4M3 P kernels only");
   static constexpr bool kVtF16 = kVt == VtType::kFP16;
   // One K descale per head only: select.h never sends a per-block K descale (one per
   // FP8ATTN_K_SCALE_BLOCK = 128 keys) to a kernel whose blocks are longer. The FP16 P kernels

@@ -34,7 +34,7 @@ __device__ __forceinline__ void issue_first_qk(SharedStorage<Cfg>& sm, float (&s
 }
 
 // A key block this warpgroup's rows cannot see (consumer(): causal, warpgroup 0, the tile's
-// first block visited, Config::kSkipMaskedBlock): its K and V slots are released once filled
+// first block visited, Config::kTrimFirstBlock): its K and V slots are released once filled
 // (an arrive before the fill would count towards the slot's previous use) and its ping-pong turn
 // is passed on unused, so the rings and the turns stay in step with the other warpgroup, which
 // does visit the block.
@@ -253,9 +253,9 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       continue;
     }
 
-    // Prologue: S of the last block, its softmax. Config::kSkipMaskedBlock: when none of that
+    // Prologue: S of the last block, its softmax. Config::kTrimFirstBlock: when none of that
     // block's keys is visible to the warpgroup's rows (causal, warpgroup 0), the block is skipped
-    // (skip_masked_block) and the one before starts. Config::kTrimFirstBlock also computes only
+    // (skip_masked_block) and the one before starts; it also computes only
     // the keys of the (then) first block that some row of the warpgroup sees (its last row's
     // limit; the tile's key range is the tile's last row's, and sk may end inside the block): up
     // to 64 or 128, the QK^T and the softmax run on those keys only (S in the first 32 or 64
@@ -297,17 +297,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
         first_block(s);
       }
     } else {
-      // Config::kSkipMaskedBlock alone: the skip, decided for warpgroup 0 only (64 rows span
-      // less than one block, so warpgroup 1 always sees some key of the tile's last block). The
-      // lines after it repeat first_block's on purpose: calling first_block(s) here re-schedules
-      // the long-tile, skip-only and FP16 kernels (their SASS hashes change), unmeasured.
-      if constexpr (Cfg::kSkipMaskedBlock) {
-        if (p.causal && wg == 0 && n > kr.n_lo &&
-            n * Cfg::kBlockN >= tile.m_block * Cfg::kBlockM + 64 + p.seqlen_k - p.seqlen_q) {
-          skip_masked_block<Cfg>(sm, it_k, my_turn, other_turn);
-          --n;
-        }
-      }
+      // The whole block. These lines repeat first_block's on purpose: calling first_block(s) here
+      // re-schedules the kernels that take this path (their SASS hashes change), unmeasured.
       issue_first_qk(sm, s, q_addr, it_k, my_turn, other_turn);
       set_scales();
       ptx::wgmma_wait<0>();
