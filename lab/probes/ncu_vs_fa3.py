@@ -32,11 +32,12 @@ def main():
     for a in ("b", "s", "h", "hkv"):
         ap.add_argument(f"--{a}", type=int, required=True)
     ap.add_argument("--causal", type=int, default=1)
+    ap.add_argument("--sq", type=int, default=0, help="query length when it differs from --s (the keys')")
     ap.add_argument("--calls", type=int, default=5)
     args = ap.parse_args()
     os.environ.setdefault("FP8ATTN_LIB", str(Path(args.lib).resolve()))
     g = torch.Generator(device="cuda").manual_seed(1)
-    q = torch.randn((args.b, args.s, args.h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
+    q = torch.randn((args.b, args.sq or args.s, args.h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
     k = torch.randn((args.b, args.s, args.hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
     v = torch.randn((args.b, args.s, args.hkv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
     qz = fc.quantize_per_head(q, k, v)
@@ -60,7 +61,8 @@ def main():
     for _ in range(args.calls):
         fn()
     torch.cuda.synchronize()
-    print(f"ncu_vs_fa3: {args.method} b{args.b} s{args.s} h{args.h}/{args.hkv} causal={causal}: {args.calls} calls")
+    print(f"ncu_vs_fa3: {args.method} b{args.b} sq{args.sq or args.s} sk{args.s} h{args.h}/{args.hkv} "
+          f"causal={causal}: {args.calls} calls")
     return 0
 
 
