@@ -214,8 +214,8 @@ struct OnlineSoftmax {
   // key, NaN for a row a NaN reached.
   __device__ __forceinline__ float lse(int r) const {
     if (row_sum[r] == 0.f) return -INFINITY;
-    // lg2.approx (MUFU, absolute error ~2^-22 in log2 units; l is never subnormal) as FA3's __logf: the
-    // accurate log2f's ~25-instruction polynomial ran on every tile boundary.
+    // lg2.approx (MUFU; absolute error ~2^-22 in log2 units; l >= 2^(offset - slack) is never
+    // subnormal), as FA3's __logf: log2f's ~25-instruction polynomial ran at every tile boundary.
     return (row_max[r] + __log2f(row_sum[r]) - kPOffsetLog2) * 0.69314718055994531f;
   }
 };
