@@ -93,15 +93,15 @@ fi
 tree_bytes=$( (git ls-files -z; git ls-files -z --others --exclude-standard) |
   xargs -0 -r du -cb 2>/dev/null | awk '/total$/ {s += $1} END {print s + 0}')
 mib() { echo "$1 / 1048576" | bc -l; }
-bytes_of() { du -cb "$@" 2>/dev/null | tail -1 | cut -f1; }
+bytes_of() { { du -cb "$@" 2>/dev/null || true; } | tail -1 | cut -f1; }  # missing paths count 0
 if [[ -n "${BUNDLE:-}" ]]; then
   # What each call of a bundled session carries (scripts/gpu_session.sh's header): the tests,
   # sanitizers and speed call [bundle, FA3]; the accuracy call [bundle, captures, attach] (the
   # first call's results, well under 1 MiB). Only the first one must fit for the stage to pass.
   carry_bytes=$(bytes_of "$CARRY/bundle.tar.xz" "$CARRY/fa3_site.tar.xz")
   label="bundle + FA3"
-  acc_bytes=$(bytes_of "$CARRY/bundle.tar.xz" "$CARRY/captures")
   if [[ -d "$CARRY/captures" ]]; then
+    acc_bytes=$(bytes_of "$CARRY/bundle.tar.xz" "$CARRY/captures")
     acc_total=$((tree_bytes + acc_bytes + 1048576))
     printf 'stage: accuracy call: bundle + captures %.1f MiB + working tree %.1f MiB + attach ~1 MiB = %.1f MiB\n' \
       "$(mib "$acc_bytes")" "$(mib "$tree_bytes")" "$(mib "$acc_total")"
