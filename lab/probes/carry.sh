@@ -8,7 +8,8 @@
 #   carry_header CARRY, carry_fa3         there: the log's first lines; FA3 from .whl/ into /tmp/site
 #   carry_unpack ARCHIVE NAME             there: a tar.xz of several builds into a fresh /tmp/NAME
 #                                         (printed)
-#   carry_patched REPO PATCH CARRY        here: REPO's HEAD with PATCH (a path inside REPO) applied
+#   carry_patched REPO PATCH CARRY        here: REPO's HEAD with PATCH (a path inside REPO; several
+#                                         joined by '+', applied in order) applied
 #                                         in a temporary worktree, its library alone into CARRY
 #                                         (COMMIT names both)
 #   carry_release CARRY [BUILD]           here: this tree's library alone (built in BUILD, default
@@ -98,7 +99,8 @@ carry_patched() {
   # Beside the repository, so that ccache (CCACHE_BASEDIR, the parent folder) reuses objects.
   wt=$(mktemp -d "$(cd "$repo/.." && pwd)/wt-patched.XXXXXX")
   git -C "$repo" worktree add -q --detach "$wt" HEAD
-  (cd "$wt" && git apply "$patch" && carry_stage build-patched "$carry" >/dev/null &&
+  (cd "$wt" && for one in ${patch//+/ }; do git apply "$one" || exit 1; done &&
+    carry_stage build-patched "$carry" >/dev/null &&
     echo "$(git rev-parse --short=12 HEAD) + $patch" > "$carry/COMMIT")
   local rc=$?
   git -C "$repo" worktree remove --force "$wt"
