@@ -24,6 +24,23 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMES = {"mean": "fp8attn-default", "sample": "fp8attn-default:prepass_centre=sample"}
+SUMMARY_HEAD = [
+    "| set | causal | seeds | RMSE ratio median | min | max | seeds > 1.10 | max-error ratio median | min | max | seeds > 1.10 |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+
+def summary_rows(rows, sets):
+    """One table row per (set, mask) of records carrying rmse_ratio and max_ratio (sample / mean),
+    under SUMMARY_HEAD; lab/probes/one_pass_seeds_gpu.py prints the same table for the GPU."""
+    lines = []
+    for ds in sets:
+        for causal in (False, True):
+            sel = [r for r in rows if r["set"] == ds and r["causal"] == causal]
+            rr, mr = [r["rmse_ratio"] for r in sel], [r["max_ratio"] for r in sel]
+            lines.append(f"| {ds} | {'yes' if causal else 'no'} | {len(sel)} | {statistics.median(rr):.3f} | "
+                         f"{min(rr):.3f} | {max(rr):.3f} | {sum(x > 1.1 for x in rr)} | {statistics.median(mr):.3f} | "
+                         f"{min(mr):.3f} | {max(mr):.3f} | {sum(x > 1.1 for x in mr)} |")
+    return lines
 
 
 def main():
@@ -38,7 +55,7 @@ def main():
                     "e.g. ':prepass_headroom=1' (the scale bound at 1x the sample's amax)")
     ap.add_argument("--tag", default="", help="suffix of the output files' names")
     args = ap.parse_args()
-    SCHEMES["sample"] += args.sample_options
+    schemes = {"mean": SCHEMES["mean"], "sample": SCHEMES["sample"] + args.sample_options}
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     rows = []
@@ -47,13 +64,13 @@ def main():
             out = pathlib.Path(tmp) / f"s{seed}.json"
             cmd = [args.eval, "--synthetic", args.sets, "--seqlen", str(args.seqlen), "--heads",
                    str(args.heads), "--heads-kv", str(args.heads_kv), "--seed", str(seed), "--mask", "both",
-                   "--scheme", ",".join(SCHEMES.values()), "--no-kernel-only", "--quiet", "--json", str(out)]
+                   "--scheme", ",".join(schemes.values()), "--no-kernel-only", "--quiet", "--json", str(out)]
             subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
             recs = json.loads(out.read_text())
             ix = {(r["dataset"], r["causal"], r["scheme"]): r for r in recs if r["reference"] == "end_to_end"}
             for ds in args.sets.split(","):
                 for causal in (False, True):
-                    m, s = ix[(ds, causal, SCHEMES["mean"])], ix[(ds, causal, SCHEMES["sample"])]
+                    m, s = ix[(ds, causal, schemes["mean"])], ix[(ds, causal, schemes["sample"])]
                     rows.append({"seed": seed, "set": ds, "causal": causal, "mean_rmse": m["rmse"],
                                  "sample_rmse": s["rmse"], "mean_max": m["max_abs"], "sample_max": s["max_abs"],
                                  "rmse_ratio": s["rmse"] / m["rmse"], "max_ratio": s["max_abs"] / m["max_abs"]})
@@ -64,19 +81,11 @@ def main():
     command = "python3 lab/study/one_pass_data_seeds.py " + " ".join(sys.argv[1:])
     meta = {"command": command, "commit": commit, "machine": f"{platform.node()} {platform.machine()}",
             "date": f"{date:%Y-%m-%d %H:%M UTC}", "shape": [1, args.seqlen, args.heads, args.heads_kv],
-            "schemes": SCHEMES, "records": rows}
+            "schemes": schemes, "records": rows}
     stem.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
     lines = [f"# One-pass centre vs exact mean over seeds (CPU model), {meta['date']}, {commit}", "",
              f"command: `{command}`; shape b1 s{args.seqlen} h{args.heads}/{args.heads_kv}; end to end vs FP64.", "",
-             "| set | causal | seeds | RMSE ratio median | min | max | seeds > 1.10 | max-error ratio median | min | max | seeds > 1.10 |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for ds in args.sets.split(","):
-        for causal in (False, True):
-            sel = [r for r in rows if r["set"] == ds and r["causal"] == causal]
-            rr, mr = [r["rmse_ratio"] for r in sel], [r["max_ratio"] for r in sel]
-            lines.append(f"| {ds} | {'yes' if causal else 'no'} | {len(sel)} | {statistics.median(rr):.3f} | "
-                         f"{min(rr):.3f} | {max(rr):.3f} | {sum(x > 1.1 for x in rr)} | {statistics.median(mr):.3f} | "
-                         f"{min(mr):.3f} | {max(mr):.3f} | {sum(x > 1.1 for x in mr)} |")
+             *SUMMARY_HEAD, *summary_rows(rows, args.sets.split(","))]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
