@@ -220,16 +220,19 @@ class Prepass:
     """The library's pre-pass (default options) run once on BF16 q, k, v into buffers held here:
     the FP8 inputs the end-to-end call feeds its kernel, for the kernel's own error on them.
     vt16: the KV cache holds V^T in FP16 (FP8ATTN_VT_FP16), the accurate mode's inputs (what the
-    end-to-end call writes with FP16 P); otherwise E4M3 V^T, every other mode's."""
+    end-to-end call writes with FP16 P); otherwise E4M3 V^T, every other mode's. `overrides`:
+    pre-pass options other than the defaults (field=value, e.g. centre=1 for
+    FP8ATTN_CENTRE_SAMPLE)."""
 
-    def __init__(self, lib: Lib, q, k, v, softmax_scale: float | None = None, vt16: bool = False):
+    def __init__(self, lib: Lib, q, k, v, softmax_scale: float | None = None, vt16: bool = False,
+                 **overrides):
         L, d = lib.c, q.shape[3]
         scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
         b, sq, h = q.shape[:3]
         sk, h_kv = k.shape[1], k.shape[2]
         self.lib, self.shape, self.vt16 = lib, (b, sq, sk, h, h_kv, d), bool(vt16)
         self.q, self.k, self.v = q.contiguous(), k.contiguous(), v.contiguous()
-        opts = L.quant_options()
+        opts = L.quant_options(**overrides)
         self.options = {f: getattr(opts, f) for f, _ in capi.QuantOptions._fields_}
         align = L.constant("FP8ATTN_BUFFER_ALIGN")
 
@@ -316,8 +319,9 @@ class Prepass:
         return q, k, v, float(scale), o_bias
 
 
-def prepass(lib: Lib, q, k, v, softmax_scale: float | None = None, vt16: bool = False) -> Prepass:
-    return Prepass(lib, q, k, v, softmax_scale, vt16)
+def prepass(lib: Lib, q, k, v, softmax_scale: float | None = None, vt16: bool = False,
+            **overrides) -> Prepass:
+    return Prepass(lib, q, k, v, softmax_scale, vt16, **overrides)
 
 
 # ---- the rope entry (include/fp8attn/rope.h) ---------------------------------------------------
