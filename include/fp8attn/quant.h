@@ -67,7 +67,12 @@ typedef enum fp8attn_centre {
   FP8ATTN_CENTRE_SAMPLE = 1,
 } fp8attn_centre;
 
-#define FP8ATTN_QUANT_SAMPLE_ROWS 128
+// The sample's size. The centre's distance from the true mean (about a channel's spread / the
+// square root of this) stays in V - centre, so in the kernel's P V accumulator, whose rounding
+// grows with its magnitude (the FP8 tensor core's adder); with 128 rows a non-causal Gaussian
+// output's RMSE came out above the exact mean's, 512 halve that distance (docs/prepass.md,
+// "One pass", with the measurements).
+#define FP8ATTN_QUANT_SAMPLE_ROWS 512
 #define FP8ATTN_QUANT_SAMPLE_SKIP 4
 // The sample's sum: sample row i into slot i % SLOTS in i order, the slot sums in slot order.
 #define FP8ATTN_QUANT_SAMPLE_SLOTS 16

@@ -56,31 +56,39 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   float sum[kValues], mx[kValues], mn[kValues];
 #pragma unroll
   for (int v = 0; v < kValues; ++v) sum[v] = 0.0f, mx[v] = -INFINITY, mn[v] = INFINITY;
-  // All of this thread's rows (at most 8) loaded first: one memory round trip, not 8. Every
-  // lane of a warp runs every row (the rotation shuffles); rows past n are masked.
+  // This thread's rows (FP8ATTN_QUANT_SAMPLE_ROWS / 16) in rounds of kRound, each round's loads
+  // issued before any is used (one memory round trip per round); rows past n are masked. Every
+  // lane of a warp runs every row (the rotation shuffles).
   constexpr int kMaxRows = FP8ATTN_QUANT_SAMPLE_ROWS / kSlots;
-  uint4 raw[kMaxRows][kChunks];
+  constexpr int kRound = kMaxRows < 8 ? kMaxRows : 8;
+  static_assert(kMaxRows % kRound == 0);
+#pragma unroll 1
+  for (int r0 = 0; r0 < kMaxRows; r0 += kRound) {
+    if (r0 * kSlots >= n) break;  // the same for every thread of the CTA
+    uint4 raw[kRound][kChunks];
 #pragma unroll
-  for (int r = 0; r < kMaxRows; ++r) {
-    const int i = r * kSlots + slot;
-    const uint16_t* row = src + static_cast<int64_t>(fp8attn_sample_key(S, i < n ? i : 0)) * x.stride_s;
+    for (int r = 0; r < kRound; ++r) {
+      const int i = (r0 + r) * kSlots + slot;
+      const uint16_t* row = src + static_cast<int64_t>(fp8attn_sample_key(S, i < n ? i : 0)) * x.stride_s;
 #pragma unroll
-    for (int hi = 0; hi < kChunks; ++hi) {
-      raw[r][hi] = i < n ? ld_u32x4_here(row + Lanes::channel(hi, lane, 0)) : make_uint4(0, 0, 0, 0);
+      for (int hi = 0; hi < kChunks; ++hi) {
+        raw[r][hi] = i < n ? ld_u32x4_here(row + Lanes::channel(hi, lane, 0)) : make_uint4(0, 0, 0, 0);
+      }
     }
-  }
 #pragma unroll
-  for (int r = 0; r < kMaxRows; ++r) {
-    const bool valid = r * kSlots + slot < n;
-    float v[kValues];
-    decode_key_runs<kL, kChunks, kRotate, kRope>(raw[r], signs, lane, rope, valid,
-                                                 fp8attn_sample_key(S, r * kSlots + slot), v);
-    if constexpr (kRotate) hadamard_lanes<kL>(v, lane);
-    if (valid) {
+    for (int r = 0; r < kRound; ++r) {
+      const int i = (r0 + r) * kSlots + slot;
+      const bool valid = i < n;
+      float v[kValues];
+      decode_key_runs<kL, kChunks, kRotate, kRope>(raw[r], signs, lane, rope, valid,
+                                                   fp8attn_sample_key(S, i), v);
+      if constexpr (kRotate) hadamard_lanes<kL>(v, lane);
+      if (valid) {
 #pragma unroll
-      for (int k = 0; k < kValues; ++k) {
-        sum[k] = __fadd_rn(sum[k], v[k]);
-        mx[k] = fmaxf(mx[k], v[k]), mn[k] = fminf(mn[k], v[k]);
+        for (int k = 0; k < kValues; ++k) {
+          sum[k] = __fadd_rn(sum[k], v[k]);
+          mx[k] = fmaxf(mx[k], v[k]), mn[k] = fminf(mn[k], v[k]);
+        }
       }
     }
   }
