@@ -10,7 +10,10 @@ Data seeds (other draws of the same set); lab/study/one_pass_seeds.py varies the
 (other rounding patterns of one draw) instead, results/one-pass-seeds.md.
   python3 lab/study/one_pass_data_seeds.py [--eval build-stage/tools/eval/fp8attn-eval] [--seeds 20]
   (--sample-options ':prepass_headroom=1' --tag -headroom1: the sample centre with its scale bound
-  at 1x the sample's amax, so that nearly every group is regrouped to its true amax)
+  at 1x the sample's amax, so that nearly every group is regrouped to its true amax;
+  --options ':acc_pv=aligned': both centres with the GPU's P V accumulation, which the one-pass
+  centre's residual offset of V reaches and fp8attn-default's FP32 P V does not;
+  --sample-options ':prepass_sample_rows=512': a larger sample)
 Writes lab/results/study/<date>-cpu-one-pass-data-seeds[TAG].{json,md}."""
 import argparse
 import datetime
@@ -53,9 +56,13 @@ def main():
     ap.add_argument("--heads-kv", type=int, default=2)
     ap.add_argument("--sample-options", default="", help="extra scheme options for the sample centre, "
                     "e.g. ':prepass_headroom=1' (the scale bound at 1x the sample's amax)")
+    ap.add_argument("--options", default="", help="extra scheme options for both centres, e.g. "
+                    "':acc_pv=aligned' (the P V product through the measured FP8 tensor-core adder, as the "
+                    "GPU runs it; fp8attn-default's own numerics accumulate it in FP32)")
     ap.add_argument("--tag", default="", help="suffix of the output files' names")
     args = ap.parse_args()
-    schemes = {"mean": SCHEMES["mean"], "sample": SCHEMES["sample"] + args.sample_options}
+    schemes = {"mean": SCHEMES["mean"] + args.options,
+               "sample": SCHEMES["sample"] + args.options + args.sample_options}
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     rows = []
