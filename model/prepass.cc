@@ -156,13 +156,14 @@ float lse_dot_128(const float* q, const float* mean) {
 
 std::vector<int> sample_keys(int seqlen, const SampleSpec& spec) {
   std::vector<int> keys;
-  if (seqlen <= spec.rows + spec.skip) {
+  const int rows = spec.rows > 0 ? spec.rows : fp8attn_sample_count(seqlen);
+  if (seqlen <= rows + spec.skip) {
     for (int i = 0; i < seqlen; ++i) keys.push_back(i);
     return keys;
   }
-  for (int i = 0; i < spec.rows; ++i) {
+  for (int i = 0; i < rows; ++i) {
     keys.push_back(spec.strided
-                       ? spec.skip + static_cast<int>(static_cast<int64_t>(i) * (seqlen - spec.skip) / spec.rows)
+                       ? spec.skip + static_cast<int>(static_cast<int64_t>(i) * (seqlen - spec.skip) / rows)
                        : spec.skip + i);
   }
   return keys;

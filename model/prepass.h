@@ -49,11 +49,11 @@ struct KvCacheHost {
 // The numerics study (lab/study/one_pass.py) varies it through the scheme keys prepass_sample_*.
 struct SampleSpec {
   bool strided = true;  // keys spread over the sequence; false: a block right after the skip
-  int rows = FP8ATTN_QUANT_SAMPLE_ROWS;
+  int rows = 0;  // 0: the library's size for the sequence (fp8attn_sample_count), else this many
   int skip = FP8ATTN_QUANT_SAMPLE_SKIP;
   float headroom = FP8ATTN_QUANT_SAMPLE_HEADROOM;
   bool is_library() const {
-    return strided && rows == FP8ATTN_QUANT_SAMPLE_ROWS && skip == FP8ATTN_QUANT_SAMPLE_SKIP &&
+    return strided && rows == 0 && skip == FP8ATTN_QUANT_SAMPLE_SKIP &&
            headroom == FP8ATTN_QUANT_SAMPLE_HEADROOM;
   }
 };

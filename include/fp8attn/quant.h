@@ -59,7 +59,7 @@ typedef enum fp8attn_centre {
   // The mean over all keys and the exact amax: a statistics pass reads K and V, then the fused
   // pass reads them again.
   FP8ATTN_CENTRE_MEAN = 0,
-  // One pass: the mean of FP8ATTN_QUANT_SAMPLE_ROWS keys spread evenly over the sequence
+  // One pass: the mean of fp8attn_sample_rows(seqlen) keys spread evenly over the sequence
   // (fp8attn_sample_key, the first FP8ATTN_QUANT_SAMPLE_SKIP keys, attention sinks, never taken),
   // a scale bound of FP8ATTN_QUANT_SAMPLE_HEADROOM times the sample's amax, and the fused pass,
   // which reads K and V once and measures the true amax; a group (K's head, V's channel) whose
@@ -67,12 +67,16 @@ typedef enum fp8attn_centre {
   FP8ATTN_CENTRE_SAMPLE = 1,
 } fp8attn_centre;
 
-// The sample's size. The centre's distance from the true mean (about a channel's spread / the
-// square root of this) stays in V - centre, so in the kernel's P V accumulator, whose rounding
-// grows with its magnitude (the FP8 tensor core's adder); with 128 rows a non-causal Gaussian
-// output's RMSE came out above the exact mean's, 512 halve that distance (docs/prepass.md,
-// "One pass", with the measurements).
-#define FP8ATTN_QUANT_SAMPLE_ROWS 512
+// The sample's size: one key in FP8ATTN_QUANT_SAMPLE_FRACTION, at least ROWS_MIN and at most
+// ROWS_MAX keys. The centre's distance from the true mean (about a channel's spread / the square
+// root of the sample's size) stays in V - centre, so in the kernel's P V accumulator, whose
+// rounding grows with its magnitude (the FP8 tensor core's adder). Against that, a row averaging
+// over all keys has its own distance from the mean shrink with the square root of the sequence's
+// length: the sample must grow with it, so a fixed fraction (docs/prepass.md, "One pass", with
+// the measurements; past ROWS_MAX x FRACTION keys the fraction falls).
+#define FP8ATTN_QUANT_SAMPLE_FRACTION 8
+#define FP8ATTN_QUANT_SAMPLE_ROWS_MIN 128
+#define FP8ATTN_QUANT_SAMPLE_ROWS_MAX 1024
 #define FP8ATTN_QUANT_SAMPLE_SKIP 4
 // The sample's sum: sample row i into slot i % SLOTS in i order, the slot sums in slot order.
 #define FP8ATTN_QUANT_SAMPLE_SLOTS 16
@@ -81,21 +85,28 @@ typedef enum fp8attn_centre {
 // amax * 16 / 28672 (docs/prepass.md, "One pass").
 #define FP8ATTN_QUANT_SAMPLE_HEADROOM 16.0f
 
-// The i-th sampled key (0 <= i < fp8attn_sample_rows(seqlen)): every key when seqlen <=
-// FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP, else SKIP + floor(i (seqlen - SKIP) / ROWS).
+// The sample's size for `seqlen` keys (seqlen / FRACTION within [ROWS_MIN, ROWS_MAX]), every key
+// when seqlen <= that + SKIP; the i-th sampled key (0 <= i < fp8attn_sample_rows(seqlen)): i in the
+// second case, else SKIP + floor(i (seqlen - SKIP) / fp8attn_sample_count(seqlen)).
 #if defined(__CUDACC__)
 #define FP8ATTN_QUANT_HOST_DEVICE __host__ __device__
 #else
 #define FP8ATTN_QUANT_HOST_DEVICE
 #endif
+static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_count(int seqlen) {
+  const int n = seqlen / FP8ATTN_QUANT_SAMPLE_FRACTION;
+  return n < FP8ATTN_QUANT_SAMPLE_ROWS_MIN ? FP8ATTN_QUANT_SAMPLE_ROWS_MIN
+         : n > FP8ATTN_QUANT_SAMPLE_ROWS_MAX ? FP8ATTN_QUANT_SAMPLE_ROWS_MAX
+                                              : n;
+}
 static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_rows(int seqlen) {
-  return seqlen <= FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP ? seqlen
-                                                                        : FP8ATTN_QUANT_SAMPLE_ROWS;
+  const int n = fp8attn_sample_count(seqlen);
+  return seqlen <= n + FP8ATTN_QUANT_SAMPLE_SKIP ? seqlen : n;
 }
 static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_key(int seqlen, int i) {
-  if (seqlen <= FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP) return i;
-  return FP8ATTN_QUANT_SAMPLE_SKIP +
-         (int)((int64_t)i * (seqlen - FP8ATTN_QUANT_SAMPLE_SKIP) / FP8ATTN_QUANT_SAMPLE_ROWS);
+  const int n = fp8attn_sample_count(seqlen);
+  if (seqlen <= n + FP8ATTN_QUANT_SAMPLE_SKIP) return i;
+  return FP8ATTN_QUANT_SAMPLE_SKIP + (int)((int64_t)i * (seqlen - FP8ATTN_QUANT_SAMPLE_SKIP) / n);
 }
 
 typedef struct fp8attn_quant_options {

@@ -1,5 +1,5 @@
 // FP8ATTN_CENTRE_SAMPLE, the one-pass pre-pass (quant.h): what replaces the statistics pass.
-//   before the fused pass (kv_sample_kernel): the centre (mean of FP8ATTN_QUANT_SAMPLE_ROWS keys
+//   before the fused pass (kv_sample_kernel): the centre (mean of fp8attn_sample_rows(seqlen) keys
 //     spread over the sequence, fp8attn_sample_key) and the scales' bound (headroom x the
 //     sample's amax), written where the statistics pass writes the mean and scales, so the fused
 //     pass runs unchanged on them and folds the true max |x - centre| into an accumulator;
@@ -23,7 +23,7 @@ constexpr int kChunks = Lanes::kChunks;
 constexpr int kThreads = kHeadDim;  // 16 slots of 8 lanes; thread c = channel c when folding
 constexpr int kSlots = kThreads / kL;
 static_assert(kSlots == FP8ATTN_QUANT_SAMPLE_SLOTS);
-static_assert(FP8ATTN_QUANT_SAMPLE_ROWS % kSlots == 0);
+static_assert(FP8ATTN_QUANT_SAMPLE_ROWS_MAX % kSlots == 0);
 
 struct __align__(16) SlotStats {
   float sum[kSlots][kHeadDim], max[kSlots][kHeadDim], min[kSlots][kHeadDim];
@@ -56,10 +56,10 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   float sum[kValues], mx[kValues], mn[kValues];
 #pragma unroll
   for (int v = 0; v < kValues; ++v) sum[v] = 0.0f, mx[v] = -INFINITY, mn[v] = INFINITY;
-  // This thread's rows (FP8ATTN_QUANT_SAMPLE_ROWS / 16) in rounds of kRound, each round's loads
-  // issued before any is used (one memory round trip per round); rows past n are masked. Every
-  // lane of a warp runs every row (the rotation shuffles).
-  constexpr int kMaxRows = FP8ATTN_QUANT_SAMPLE_ROWS / kSlots;
+  // This thread's rows (at most FP8ATTN_QUANT_SAMPLE_ROWS_MAX / 16) in rounds of kRound, each
+  // round's loads issued before any is used (one memory round trip per round); rows past n are
+  // masked. Every lane of a warp runs every row (the rotation shuffles).
+  constexpr int kMaxRows = FP8ATTN_QUANT_SAMPLE_ROWS_MAX / kSlots;
   constexpr int kRound = kMaxRows < 8 ? kMaxRows : 8;
   static_assert(kMaxRows % kRound == 0);
 #pragma unroll 1

@@ -5,6 +5,7 @@
 // compared with this mirror in tests/gpu/test_quant.cu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -21,15 +22,19 @@ constexpr int kD = 128;
 using fp8attn::test::fresh_seed;
 
 TEST(PrepassOnePass, SampleKeysAreSpreadAndSkipTheSink) {
-  for (const int s : {1, 31, 132, 133, 1000, 8192, 1 << 20}) {
+  for (const int s : {1, 31, 132, 133, 1000, 2048, 4096, 5000, 8192, 16384, 1 << 20}) {
     const std::vector<int> keys = sample_keys(s);
     ASSERT_EQ(static_cast<int>(keys.size()), fp8attn_sample_rows(s));
+    // One key in FRACTION within [ROWS_MIN, ROWS_MAX]; every key of a sequence that short.
+    const int want = std::min(std::max(s / FP8ATTN_QUANT_SAMPLE_FRACTION, FP8ATTN_QUANT_SAMPLE_ROWS_MIN),
+                              FP8ATTN_QUANT_SAMPLE_ROWS_MAX);
+    EXPECT_EQ(static_cast<int>(keys.size()), s <= want + FP8ATTN_QUANT_SAMPLE_SKIP ? s : want) << "s=" << s;
     std::set<int> distinct(keys.begin(), keys.end());
     EXPECT_EQ(distinct.size(), keys.size()) << "s=" << s;
     for (size_t i = 0; i < keys.size(); ++i) {
       EXPECT_EQ(keys[i], fp8attn_sample_key(s, static_cast<int>(i)));
       EXPECT_LT(keys[i], s);
-      if (s > FP8ATTN_QUANT_SAMPLE_ROWS + FP8ATTN_QUANT_SAMPLE_SKIP) {
+      if (s > want + FP8ATTN_QUANT_SAMPLE_SKIP) {
         EXPECT_GE(keys[i], FP8ATTN_QUANT_SAMPLE_SKIP);
       }
     }
