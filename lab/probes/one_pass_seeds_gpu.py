@@ -2,7 +2,8 @@
 seeds (the GPU side of lab/study/one_pass_data_seeds.py, whose table it prints; the earlier probe,
 one_pass_e2e.py, drew one seed). Gaussian and outlier sets (bench/accuracy.py synthetic), b1 s4096 h8/2, both masks, the
 default mode; RMSE and max |err| against exact FP64 attention, ratio sample / mean per seed.
-  python3 lab/probes/one_pass_seeds_gpu.py LIB OUT.json [SEEDS]
+SEQLEN (default 4096) changes the sequence's length, the heads kept.
+  python3 lab/probes/one_pass_seeds_gpu.py LIB OUT.json [SEEDS] [SEQLEN]
 """
 import json
 import sys
@@ -24,7 +25,7 @@ from pair_timing import within_10pct  # noqa: E402
 def main():
     lib = calls.load(sys.argv[1])
     seeds = int(sys.argv[3]) if len(sys.argv) > 3 else 10
-    b, s, h, h_kv = 1, 4096, 8, 2
+    b, s, h, h_kv = 1, int(sys.argv[4]) if len(sys.argv) > 4 else 4096, 8, 2
     commit = ROOT / ".carry" / "COMMIT"
     out = {"command": "python3 lab/probes/one_pass_seeds_gpu.py " + " ".join(sys.argv[1:]),
            "commit": commit.read_text().strip() if commit.exists() else "?",
