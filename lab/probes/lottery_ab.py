@@ -12,7 +12,7 @@ order reverses; one process per library (one library a process), the configurati
 library alternating inside it. Every configuration's output on the first input set is hashed, so
 that a build whose bits differ from the release's shows (none should).
 
-  python3 lab/probes/lottery_ab.py --config TAG=LIB[,ENV=VAL...] ... --out DIR [--rounds 2]
+  python3 lab/probes/lottery_ab.py --config TAG=LIB[,ENV=VAL...][,MODE=fp8attn_exact] ... --out DIR [--rounds 2]
 Writes DIR/lottery_ab.json (command, commit, GPU, date, records) and prints a table.
 """
 from __future__ import annotations
@@ -85,9 +85,12 @@ SHAPE_SETS = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sectio
 
 
 def parse_config(text):
+    """TAG=LIB[,ENV=VAL...]; the pseudo-variable MODE=NAME (a bench method name, default fp8attn,
+    e.g. fp8attn_exact) picks the P precision instead of setting an environment variable."""
     tag, _, rest = text.partition("=")
     lib, *envs = rest.split(",")
-    return {"tag": tag, "lib": lib, "env": dict(e.split("=", 1) for e in envs)}
+    env = dict(e.split("=", 1) for e in envs)
+    return {"tag": tag, "lib": lib, "mode": env.pop("MODE", "fp8attn"), "env": env}
 
 
 def child(args, configs, fa3):
@@ -109,7 +112,7 @@ def child(args, configs, fa3):
                 else:
                     os.environ[k] = v
             os.environ.update(c["env"])
-            runners = [fc.kernel_runner(lib, qz, causal, "fp8attn") for qz in sets]
+            runners = [fc.kernel_runner(lib, qz, causal, c["mode"]) for qz in sets]
             torch.cuda.synchronize()
             digest = hashlib.sha1(runners[0].keep[2].cpu().view(torch.int16).numpy().tobytes()).hexdigest()[:12]
             mine = methods.rotating(runners)
