@@ -419,7 +419,11 @@ std::string Scheme::summary() const {
       << " k=" << (prepass_k_head ? "head" : "block") << " v=" << (prepass_v_head ? "head" : "channel")
       << (prepass_centre == FP8ATTN_CENTRE_SAMPLE
               ? " centre=sample(" + std::string(prepass_sample.strided ? "strided" : "block") +
-                    " rows=" + std::to_string(prepass_sample.rows) + " skip=" +
+                    " rows=" + (prepass_sample.rows > 0 ? std::to_string(prepass_sample.rows)
+                                                        : "1/" + std::to_string(FP8ATTN_QUANT_SAMPLE_FRACTION) + " in [" +
+                                                              std::to_string(FP8ATTN_QUANT_SAMPLE_ROWS_MIN) + "," +
+                                                              std::to_string(FP8ATTN_QUANT_SAMPLE_ROWS_MAX) + "]") +
+                    " skip=" +
                     std::to_string(prepass_sample.skip) + " headroom=" +
                     std::to_string(prepass_sample.headroom) + ")"
               : std::string(" centre=mean"))
