@@ -46,6 +46,23 @@ def summary_rows(rows, sets):
     return lines
 
 
+def head_commit():
+    return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def eval_end_to_end(eval_path, tmp, sets, seqlen, heads, heads_kv, seed, mask, specs):
+    """One fp8attn-eval run (synthetic SETS, b1 s SEQLEN h HEADS/HEADS_KV, one seed, MASK, the
+    scheme SPECS) -> its end-to-end records by (dataset, causal, scheme spec)."""
+    out = pathlib.Path(tmp) / f"s{seed}.json"
+    cmd = [eval_path, "--synthetic", sets, "--seqlen", str(seqlen), "--heads", str(heads), "--heads-kv",
+           str(heads_kv), "--seed", str(seed), "--mask", mask, "--scheme", ",".join(specs),
+           "--no-kernel-only", "--quiet", "--json", str(out)]
+    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return {(r["dataset"], r["causal"], r["scheme"]): r for r in json.loads(out.read_text())
+            if r["reference"] == "end_to_end"}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval", default="build-stage/tools/eval/fp8attn-eval")
@@ -63,18 +80,12 @@ def main():
     args = ap.parse_args()
     schemes = {"mean": SCHEMES["mean"] + args.options,
                "sample": SCHEMES["sample"] + args.options + args.sample_options}
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = head_commit()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(1, args.seeds + 1):
-            out = pathlib.Path(tmp) / f"s{seed}.json"
-            cmd = [args.eval, "--synthetic", args.sets, "--seqlen", str(args.seqlen), "--heads",
-                   str(args.heads), "--heads-kv", str(args.heads_kv), "--seed", str(seed), "--mask", "both",
-                   "--scheme", ",".join(schemes.values()), "--no-kernel-only", "--quiet", "--json", str(out)]
-            subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-            recs = json.loads(out.read_text())
-            ix = {(r["dataset"], r["causal"], r["scheme"]): r for r in recs if r["reference"] == "end_to_end"}
+            ix = eval_end_to_end(args.eval, tmp, args.sets, args.seqlen, args.heads, args.heads_kv, seed,
+                                 "both", schemes.values())
             for ds in args.sets.split(","):
                 for causal in (False, True):
                     m, s = ix[(ds, causal, schemes["mean"])], ix[(ds, causal, schemes["sample"])]

@@ -13,11 +13,13 @@ import json
 import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "lab" / "study"))
+from one_pass_data_seeds import eval_end_to_end, head_commit  # noqa: E402
+
 BASE = "fp8attn-default:acc_pv=aligned"
 
 
@@ -30,20 +32,14 @@ def main():
     args = ap.parse_args()
     rows = [int(r) for r in args.rows.split(",")]
     schemes = {"mean": BASE, **{f"sample {r}": f"{BASE}:prepass_centre=sample:prepass_sample_rows={r}" for r in rows}}
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = head_commit()
     recs = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(1, args.seeds + 1):
-            out = pathlib.Path(tmp) / f"s{seed}.json"
-            cmd = [args.eval, "--synthetic", "gaussian", "--seqlen", str(args.seqlen), "--heads", "8",
-                   "--heads-kv", "2", "--seed", str(seed), "--mask", "none", "--scheme", ",".join(schemes.values()),
-                   "--no-kernel-only", "--quiet", "--json", str(out)]
-            subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-            by = {r["scheme"]: r for r in json.loads(out.read_text()) if r["reference"] == "end_to_end"}
+            by = eval_end_to_end(args.eval, tmp, "gaussian", args.seqlen, 8, 2, seed, "none", schemes.values())
             for name, spec in schemes.items():
-                recs.append({"seed": seed, "scheme": name, "spec": spec, "rmse": by[spec]["rmse"],
-                             "max_abs": by[spec]["max_abs"]})
+                recs.append({"seed": seed, "scheme": name, "spec": spec, "rmse": by[("gaussian", False, spec)]["rmse"],
+                             "max_abs": by[("gaussian", False, spec)]["max_abs"]})
             print(f"seed {seed} done", file=sys.stderr, flush=True)
     date = datetime.datetime.now(datetime.timezone.utc)
     command = "python3 lab/study/one_pass_long.py " + " ".join(sys.argv[1:])
