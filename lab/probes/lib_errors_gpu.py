@@ -40,8 +40,7 @@ def main():
                 ref, _ = accuracy.exact_attention(*qz.dequantized(), causal)
                 outs = {m: calls.kernel_call(lib, qz, causal, m)[0] for m in modes}
                 if not isinstance(fa3, str):
-                    outs["fa3_fp8"] = methods._fa3_fp8(fa3, qz, causal)()
-                    outs["fa3_fp8"] = outs["fa3_fp8"][0] if isinstance(outs["fa3_fp8"], tuple) else outs["fa3_fp8"]
+                    outs["fa3_fp8"] = methods._out(methods._fa3_fp8(fa3, qz, causal)())
                 torch.cuda.synchronize()
                 for m, o in outs.items():
                     e = accuracy.error_metrics(o, ref)

@@ -10,23 +10,19 @@ library, each pair from one process.
 """
 import datetime
 import json
-import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lab" / "study"))
+from one_pass_data_seeds import SUMMARY_HEAD, summary_rows  # noqa: E402
+
 
 def seeds_rows(label, path):
+    """one_pass_data_seeds.summary_rows' table rows of one GPU seeds file, its sample rule and
+    length in front and its commit behind."""
     d = json.loads(Path(path).read_text())
-    s = d["shape"][1]
-    out = []
-    for ds in ("gaussian", "outlier"):
-        for causal in (False, True):
-            sel = [r for r in d["records"] if r["set"] == ds and r["causal"] == causal]
-            rr, mr = [r["rmse_ratio"] for r in sel], [r["max_ratio"] for r in sel]
-            out.append(f"| {label} | {s} | {ds} | {'yes' if causal else 'no'} | {len(sel)} | "
-                       f"{statistics.median(rr):.3f} | {min(rr):.3f} | {max(rr):.3f} | "
-                       f"{sum(x > 1.1 for x in rr)} | {statistics.median(mr):.3f} | {d['commit']} |")
-    return out
+    return [f"| {label} | {d['shape'][1]} {line} {d['commit']} |"
+            for line in summary_rows(d["records"], ("gaussian", "outlier"))]
 
 
 def e2e_rows(label, path):
@@ -56,9 +52,8 @@ def main():
              "GPU: NVIDIA H200 (the inputs' own `gpu` fields).", "",
              "End to end against FP64, sample centre / exact mean, b1 h8/2, per seed "
              "(bench/accuracy.py synthetic draws 1..N):", "",
-             "| sample rule | seqlen | set | causal | seeds | RMSE ratio median | min | max | seeds > 1.10 | "
-             "max-error ratio median | commit |",
-             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "| sample rule | seqlen " + SUMMARY_HEAD[0] + " commit |",
+             "|---|---:" + SUMMARY_HEAD[1] + "---|"]
     for spec in seeds:
         label, paths = spec.split("=", 1)
         for p in paths.split(","):
