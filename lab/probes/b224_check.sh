@@ -12,7 +12,7 @@
 #   2. lottery_ab.py, --shape-set all (11 rows), head to head with FA3 FP8: rel and nc224 in the
 #      default mode (causal rows: the same TMA-store 192-key kernel in both), relx and x224 in
 #      FP8ATTN_P_E4M3_EXACT (every row: the patch moves both exact kernels to 224 keys).
-# Files in $OUT (5): b224.log, errors-rel.json, errors-nc224.json, lottery-all.json, lottery-all.log.
+# Files in $OUT (5): b224.log, errors-rel.json, errors-nc224.json, lottery-all.{json,log} (carry_lottery).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -25,8 +25,5 @@ for t in rel nc224; do
   echo "lib_errors_gpu $t exit $?"
 done
 } 2>&1 | tee -a "$OUT/b224.log"
-LOT_TIMEOUT=${LOT_TIMEOUT:-330} LOT_SHAPE_SET=all LOT_SHAPES=11 bash lab/probes/lottery_check.sh \
-  rel=rel nc224=nc224 relx=rel,MODE=fp8attn_exact x224=nc224,MODE=fp8attn_exact > "$OUT/lottery-all.log" 2>&1
-mv "$OUT/lottery_ab.json" "$OUT/lottery-all.json" 2>/dev/null
-rm -f "$OUT/lottery.log"
-grep -A60 "mean over rounds" "$OUT/lottery-all.log" | head -60
+LOT_TIMEOUT=${LOT_TIMEOUT:-330} carry_lottery all 11 rel=rel nc224=nc224 relx=rel,MODE=fp8attn_exact \
+  x224=nc224,MODE=fp8attn_exact

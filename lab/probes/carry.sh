@@ -24,6 +24,9 @@
 #   carry_kernel_ab ROWS DIR:TAG...       there: kernel_ab.py, the first DIR's library against the
 #                                         others, each in its own process, into $OUT (time limit
 #                                         KAB_TIMEOUT, default 480 s)
+#   carry_lottery SET N TAG=FOLDER...     there: lottery_check.sh on --shape-set SET's first N rows
+#                                         into $OUT/lottery-SET.{log,json} (time limit LOT_TIMEOUT,
+#                                         default 200 s); prints the table of mean ratios
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2
@@ -132,4 +135,13 @@ carry_kernel_ab() {
   timeout "${KAB_TIMEOUT:-480}" python3 lab/probes/kernel_ab.py --lib "${libs[0]}" "${variants[@]}" \
     --variant-tags "$(IFS=,; echo "${tags[*]}")" --no-blocks --variant-rows "$rows" --runs 100 \
     --out "$OUT" 2>&1 | grep -v "^block size"
+}
+carry_lottery() {
+  local set=$1 n=$2
+  shift 2
+  LOT_TIMEOUT=${LOT_TIMEOUT:-200} LOT_SHAPE_SET=$set LOT_SHAPES=$n bash lab/probes/lottery_check.sh "$@" \
+    > "$OUT/lottery-$set.log" 2>&1
+  mv "$OUT/lottery_ab.json" "$OUT/lottery-$set.json" 2>/dev/null
+  rm -f "$OUT/lottery.log"
+  grep -A60 "mean over rounds" "$OUT/lottery-$set.log" | head -60
 }

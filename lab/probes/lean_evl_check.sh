@@ -13,19 +13,12 @@
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-run_lottery() {  # SET SHAPES TAG=FOLDER...
-  local set=$1 n=$2; shift 2
-  LOT_TIMEOUT=${LOT_TIMEOUT:-200} LOT_SHAPE_SET=$set LOT_SHAPES=$n bash lab/probes/lottery_check.sh "$@" \
-    > "$OUT/lottery-$set.log" 2>&1
-  mv "$OUT/lottery_ab.json" "$OUT/lottery-$set.json" 2>/dev/null
-  grep -A60 "mean over rounds" "$OUT/lottery-$set.log" | head -60
-}
-run_lottery all 11 rel=rel lean=lean evl=evl both=both
-run_lottery sections 6 rel=rel evl=evl both=both
-run_lottery waves 2 rel=rel evl=evl both=both
-rm -f "$OUT/lottery.log"
+source lab/probes/carry.sh
+carry_lottery all 11 rel=rel lean=lean evl=evl both=both
+carry_lottery sections 6 rel=rel evl=evl both=both
+carry_lottery waves 2 rel=rel evl=evl both=both
 bash lab/probes/tile_fit_check.sh rel=rel lean=lean > /dev/null 2>&1; tail -12 "$OUT/tile-fit.txt"
 mkdir -p .carry && tar -xJf .carry/bundle.tar.xz -C .carry
-(source lab/probes/carry.sh; carry_env .carry
+(carry_env .carry
  timeout 150 python3 lab/probes/one_pass_seeds_gpu.py .carry/libfp8attn.so "$OUT/one-pass-seeds-gpu.json" 10) \
   2>&1 | tee "$OUT/one-pass-seeds-gpu.log" | tail -6
