@@ -76,7 +76,7 @@ typedef enum fp8attn_centre {
 // the measurements; past ROWS_MAX x FRACTION keys the fraction falls).
 #define FP8ATTN_QUANT_SAMPLE_FRACTION 8
 #define FP8ATTN_QUANT_SAMPLE_ROWS_MIN 128
-#define FP8ATTN_QUANT_SAMPLE_ROWS_MAX 1024
+#define FP8ATTN_QUANT_SAMPLE_ROWS_MAX 4096
 #define FP8ATTN_QUANT_SAMPLE_SKIP 4
 // The sample's sum: sample row i into slot i % SLOTS in i order, the slot sums in slot order.
 #define FP8ATTN_QUANT_SAMPLE_SLOTS 16

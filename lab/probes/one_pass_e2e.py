@@ -16,6 +16,7 @@ usage: python3 lab/probes/one_pass_e2e.py LIB OUT.json [COMMIT_FILE]   (FA3 on P
 it the FA3 pairs are left out and the rest runs)
 """
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -29,6 +30,8 @@ import methods  # noqa: E402
 import pair_timing  # noqa: E402
 
 SHAPES = [(2, 8192, 32, 32), (16, 1024, 32, 32)]
+if os.environ.get("E2E_SHAPES"):  # e.g. "1,16384,32,32 2,8192,32,32": b,s,h,h_kv per shape
+    SHAPES = [tuple(int(x) for x in t.split(",")) for t in os.environ["E2E_SHAPES"].split()]
 RUNS = 100
 ACCURACY_SHAPE = (1, 4096, 8, 2)
 MODES = ("fp8attn", "fp8attn_accurate")  # E4M3 P on E4M3 V^T; FP16 P on FP16 V^T

@@ -66,10 +66,12 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
   for (int r0 = 0; r0 < kMaxRows; r0 += kRound) {
     if (r0 * kSlots >= n) break;  // the same for every thread of the CTA
     uint4 raw[kRound][kChunks];
+    int key[kRound];
 #pragma unroll
     for (int r = 0; r < kRound; ++r) {
       const int i = (r0 + r) * kSlots + slot;
-      const uint16_t* row = src + static_cast<int64_t>(fp8attn_sample_key(S, i < n ? i : 0)) * x.stride_s;
+      key[r] = fp8attn_sample_key(S, i < n ? i : 0);
+      const uint16_t* row = src + static_cast<int64_t>(key[r]) * x.stride_s;
 #pragma unroll
       for (int hi = 0; hi < kChunks; ++hi) {
         raw[r][hi] = i < n ? ld_u32x4_here(row + Lanes::channel(hi, lane, 0)) : make_uint4(0, 0, 0, 0);
@@ -80,8 +82,7 @@ __device__ __forceinline__ void sample_channel(const Bf16Input& x, int b, int he
       const int i = (r0 + r) * kSlots + slot;
       const bool valid = i < n;
       float v[kValues];
-      decode_key_runs<kL, kChunks, kRotate, kRope>(raw[r], signs, lane, rope, valid,
-                                                   fp8attn_sample_key(S, i), v);
+      decode_key_runs<kL, kChunks, kRotate, kRope>(raw[r], signs, lane, rope, valid, key[r], v);
       if constexpr (kRotate) hadamard_lanes<kL>(v, lane);
       if (valid) {
 #pragma unroll

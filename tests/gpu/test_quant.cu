@@ -303,7 +303,10 @@ TEST(QuantGpu, MatchesCpuMirrorOnRandomData) {
   struct Shape { int b, sq, sk, h, h_kv; bool packed; };
   const Shape shapes[] = {{2, 77, 300, 4, 2, false},   {1, 128, 128, 2, 2, true},
                           {1, 1, 31, 8, 1, false},     {3, 200, 1000, 6, 3, true},
-                          {1, 129, 4097, 4, 4, false}, {2, 1024, 2048, 8, 2, false}};
+                          {1, 129, 4097, 4, 4, false}, {2, 1024, 2048, 8, 2, false},
+                          // past 8192 keys: a one-pass sample above 1024 keys (2062), in rounds
+                          // beyond the old cap's, the last one part masked
+                          {1, 64, 16500, 2, 1, false}};
   for (const Shape& s : shapes) {
     const uint64_t seed = fresh_seed("random case");
     const Inputs in = random_inputs(seed, s.b, s.sq, s.sk, s.h, s.h_kv, s.packed);
