@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Warp-stall reasons of attention kernels from Nsight Compute's per-SASS-line source page
 (`ncu --section SourceCounters --page source --print-source sass --csv`): the stall_* columns
-summed over the kernel's lines, as shares of its samples, side by side per kernel, then each
-kernel's top lines by samples.
+summed over the kernel's lines, as shares of its samples, side by side per kernel; the key loop
+(the address span of the lines executed as often as most MUFU.EX2 lines) with its MUFU.EX2 density
+and its share of each kernel's 'mio' samples; then each kernel's top lines by samples.
   python3 lab/tools/ncu_stall_reasons.py DIR TAG [TAG...]   (reads DIR/TAG*-source.csv)
 """
 import csv
 import io
 import sys
+from collections import Counter
 from pathlib import Path
 
 
@@ -41,6 +43,19 @@ def kernel_of(path):
     return best
 
 
+def loop_span(rows):
+    """The key loop's lines: from the first to the last line executed as many times as most
+    MUFU.EX2 lines (the per-block exponentials)."""
+    rows = sorted((r for r in rows if r.get("Address")), key=lambda r: int(r["Address"], 16))
+    counts = Counter(num(r.get("Instructions Executed", 0)) for r in rows
+                     if "MUFU.EX2" in r.get("Source", "") and num(r.get("Instructions Executed", 0)) > 0)
+    if not counts:
+        return []
+    hot = counts.most_common(1)[0][0]
+    idx = [i for i, r in enumerate(rows) if num(r.get("Instructions Executed", 0)) == hot]
+    return rows[min(idx):max(idx) + 1]
+
+
 def main():
     folder, tags = Path(sys.argv[1]), sys.argv[2:]
     kernels = {}
@@ -65,6 +80,18 @@ def main():
         shares = [100 * totals[t][c] / max(samples[t], 1) for t in kernels]
         if max(shares) >= 0.5:
             print(f"  {c:36}" + "".join(f"{s:>14.1f}" for s in shares))
+    print("\nthe key loop (lines executed as often as most MUFU.EX2 lines, first to last):")
+    for t, k in kernels.items():
+        loop = loop_span(k[2])
+        src = [r.get("Source", "") for r in loop]
+        mufu = sum("MUFU.EX2" in x for x in src)
+        dense = max((sum("MUFU.EX2" in x for x in src[i:i + 32]) for i in range(max(1, len(src) - 31))), default=0)
+        mio = sum(num(r.get("stall_mio", 0)) for r in loop)
+        mio_mufu = sum(num(r.get("stall_mio", 0)) for r in loop if "MUFU" in r.get("Source", ""))
+        samp = sum(num(r.get("# Samples", 0)) for r in loop)
+        print(f"  {t}: {len(src)} instructions, {mufu} MUFU.EX2, densest 32-instruction window {dense}; "
+              f"samples {samp:.0f} ({100 * samp / max(samples[t], 1):.1f}% of the kernel's); stall_mio "
+              f"{100 * mio / max(samp, 1):.1f}% of the loop's samples, {100 * mio_mufu / max(mio, 1):.0f}% of it on MUFU lines")
     for t, k in kernels.items():
         print(f"\n{t}: top lines by samples (share %, address, SASS)")
         for r in sorted(k[2], key=lambda r: -num(r.get("# Samples", 0)))[:15]:
