@@ -192,7 +192,10 @@ def run_accuracy(args, backend, fa3, notes) -> tuple[list, list]:
     datasets = [(kind, backend.synthetic(kind, s["b"], s["s"], s["h"], s["h_kv"], s["d"],
                                          args.seed + i), None)
                 for i, kind in enumerate(("gaussian", "outlier"))]
-    datasets += backend.captures(args.captures, notes)
+    captured = backend.captures(args.captures, notes)
+    if not captured:  # a results file without the captured layers: say so where the run is watched
+        log(f"accuracy: WARNING: no captured activations ({args.captures}): synthetic sets only")
+    datasets += captured
     acc_methods = backend.accuracy_methods(fa3, notes)
     log(f"accuracy: {len(datasets)} datasets x 2 masks x {len(acc_methods)} methods; synthetic at "
         f"b={s['b']} s={s['s']} h={s['h']}/{s['h_kv']} d=128, seed {args.seed}")

@@ -73,6 +73,8 @@ print(min([2048] + [l["tensors"]["q"]["shape"][1] for mo in m["models"] for l in
     echo "stage: WARNING: pack failed; no captured activations carried"
     rm -rf "$CARRY/captures"
   fi
+elif [[ -n "${NO_CAPTURES:-}" ]]; then
+  echo "stage: no captured activations carried (NO_CAPTURES=1; .carry/captures removed)"
 else
   echo "stage: no captured activations carried (data/captures.json or data/cache/captures absent)"
 fi
@@ -127,6 +129,11 @@ if [[ -n "${BUNDLE:-}" ]]; then
   echo "stage: ready. On the GPU: scripts/gpu_session.sh with carry [\".carry/bundle.tar.xz\"," \
     "\".carry/fa3_site.tar.xz\"], then the accuracy call with [\".carry/bundle.tar.xz\"," \
     "\".carry/captures\", \".carry/attach\"] (commit $commit)"
+  if [[ ! -d "$CARRY/captures" ]]; then
+    echo "stage: NOTE: .carry/captures is absent, so that accuracy call would run the synthetic" \
+      "sets only; pack the captures after this stage (tools/capture/pack.py --tokens 2048" \
+      "--kv-heads 0 --out .carry/captures; docs/captures.md, \"Quick pack\")"
+  fi
 else
   echo "stage: ready. On the GPU: scripts/gpu_session.sh with carry [\".carry\"] (commit $commit)"
 fi
