@@ -104,8 +104,8 @@ static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_rows(int seqlen) {
   return seqlen <= n + FP8ATTN_QUANT_SAMPLE_SKIP ? seqlen : n;
 }
 static inline FP8ATTN_QUANT_HOST_DEVICE int fp8attn_sample_key(int seqlen, int i) {
-  const int n = fp8attn_sample_count(seqlen);
-  if (seqlen <= n + FP8ATTN_QUANT_SAMPLE_SKIP) return i;
+  const int n = fp8attn_sample_rows(seqlen);
+  if (n == seqlen) return i;  // every key (fp8attn_sample_rows' first case; else n < seqlen - SKIP)
   return FP8ATTN_QUANT_SAMPLE_SKIP + (int)((int64_t)i * (seqlen - FP8ATTN_QUANT_SAMPLE_SKIP) / n);
 }
 
