@@ -67,8 +67,8 @@ struct Config {
   // +4% on the non-causal rows from 4k keys (their last, partial block computed only as far as
   // sk), output bits unchanged. The FP16 P kernels have not been measured with either.
   static constexpr bool kTrimFirstBlock = kFirst_ == FirstBlock::kTrim;
-  static_assert(kFirst_ == FirstBlock::kWhole || kP_ == PPrecision::kE4M3,
-                "the first-block trim: E4M3 P kernels only");
+  static_assert(kFirst_ == FirstBlock::kWhole || !kTwoLevel_,
+                "the first-block trim: the overlapped (one-level) loop only");
   static constexpr bool kVtF16 = kVt == VtType::kFP16;
   // One K descale per head only: select.h never sends a per-block K descale (one per
   // FP8ATTN_K_SCALE_BLOCK = 128 keys) to a kernel whose blocks are longer. The FP16 P kernels

@@ -25,13 +25,12 @@ struct PFragments {
   uint32_t lo[kHiLo ? Cfg::kBlockN / 8 : 1];
 };
 
-// p (FP32, in S's registers) -> P's fragments. kR < the block's registers: a trimmed first block
-// (E4M3 P only), its later k-steps P = 0.
+// p (FP32, in S's registers) -> P's fragments. kR < the block's registers: a trimmed first block,
+// its later k-steps P = 0.
 template <class Cfg, int kR = Softmax<Cfg>::kRegs>
 __device__ __forceinline__ void make_p_fragments(const float (&s)[kR], PFragments<Cfg>& pf) {
   if constexpr (Cfg::kFP16P) {
-    static_assert(kR == Softmax<Cfg>::kRegs, "FP16 P: whole blocks");
-    Softmax<Cfg>::to_f16_fragments(s, pf.hi);
+    Softmax<Cfg>::template to_f16_fragments<kR>(s, pf.hi);
   } else {
     Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo, kR>(s, pf.hi, pf.lo);
   }

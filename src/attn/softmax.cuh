@@ -193,9 +193,14 @@ struct OnlineSoftmax {
   // {s[8j+2r], s[8j+2r+1]}: r = 0 row r0 keys 16j+2q+{0,1}, r = 1 row r0+8 same keys, r = 2 row r0
   // keys 16j+8+2q+{0,1}, r = 3 row r0+8 (q = lane % 4). So register i is simply s[2i], s[2i+1],
   // in natural key order: V is un-permuted when it is converted to FP16.
-  __device__ __forceinline__ static void to_f16_fragments(const float (&s)[kRegs], uint32_t (&p)[kBlockN / 4]) {
+  // kR < kRegs (a trimmed first block): the k-steps past its 2 * kR keys get P = 0.
+  template <int kR = kRegs>
+  __device__ __forceinline__ static void to_f16_fragments(const float (&s)[kR], uint32_t (&p)[kBlockN / 4]) {
+    static_assert(kR % 8 == 0 && kR <= kRegs, "whole 16-key k-steps");
 #pragma unroll
-    for (int i = 0; i < kBlockN / 4; ++i) p[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
+    for (int i = kR / 2; i < kBlockN / 4; ++i) p[i] = 0u;
+#pragma unroll
+    for (int i = 0; i < kR / 2; ++i) p[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
   }
 
   // End of the tile: reduces l over the quad. Returns 1/l: 0 for a row that saw no key (l == 0),
