@@ -50,7 +50,8 @@ using KernelFP16VtBlock128 =
 // (Q 32 + K 48 + V 96 KiB). O through shared memory and the TMA at every length: measured
 // faster than the register epilogue at 1k and 8k (docs/kernel.md, "FP16 P from FP16 V^T").
 using KernelFP16VtBlock192 =
-    Config<PPrecision::kFP16, false, 192, 2, false, /*kPolyExpEvery=*/0, VtType::kFP16, /*kTmaStoreO=*/true>;
+    Config<PPrecision::kFP16, false, 192, 2, false, /*kPolyExpEvery=*/0, VtType::kFP16, /*kTmaStoreO=*/true,
+           FirstBlock::kTrim>;
 
 extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
