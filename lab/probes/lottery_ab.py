@@ -13,7 +13,11 @@ library alternating inside it. Every configuration's output on the first input s
 that a build whose bits differ from the release's shows (none should).
 
   python3 lab/probes/lottery_ab.py --config TAG=LIB[,ENV=VAL...][,MODE=fp8attn_exact] ... --out DIR [--rounds 2]
+      [--peer fa3_fp8|fa3_bf16]
 Writes DIR/lottery_ab.json (command, commit, GPU, date, records) and prints a table.
+MODE=fp8attn_accurate runs FP16 P on an FP16 V^T (V / v_descale of the same per-head inputs,
+fp8attn_calls.with_fp16_v); --peer fa3_bf16 pairs every configuration with FA3 in BF16 on the
+BF16 tensors the inputs were quantized from (the accurate mode's yardstick, issue 14).
 """
 from __future__ import annotations
 
@@ -34,12 +38,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 import probe_doc  # noqa: E402
-from kernel_ab import inputs  # noqa: E402  (the same per-head E4M3 input sets)
 
 import fp8attn_calls as fc  # noqa: E402
 import methods  # noqa: E402
 import speed  # noqa: E402
-from sweep import Shape  # noqa: E402
+from sweep import Shape, input_sets  # noqa: E402
+
+
+def full_inputs(shape, seed):
+    """kernel_ab.inputs' per-head E4M3 sets (the same draws), each with the BF16 q, k, v it was
+    quantized from: [(qz, q, k, v)]."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    out = []
+    for _ in range(input_sets(shape)):
+        q = torch.randn((shape.b, shape.sq, shape.h, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
+        k = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
+        v = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
+        out.append((fc.quantize_per_head(q, k, v), q, k, v))
+    return out
 
 # (b, s, h, h_kv, causal): the long-tile kernel's rows (8k, 4k non-causal) and the short-tile
 # kernel's (4k, 2k, 1k causal).
@@ -80,7 +96,14 @@ SHORTNC_SHAPES = [(8, 2048, 2048, 32, 32, False), (4, 4096, 4096, 32, 32, False)
                   (4, 4096, 4096, 16, 2, False), (2, 8000, 8000, 32, 32, False),
                   (2, 8192, 8192, 32, 32, False)]
 
-SHAPE_SETS = {"short": SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
+# --shape-set sweep: the harness's sweep (bench/sweep.py SWEEP_ROWS), both masks.
+SWEEP_SHAPES = [(b, sq, sk, h, hkv, c) for (b, sq, sk, h, hkv) in
+                [(2, 8192, 8192, 32, 32), (2, 8192, 8192, 32, 8), (16, 1024, 1024, 32, 32),
+                 (8, 2048, 2048, 32, 32), (4, 4096, 4096, 32, 32), (1, 16384, 16384, 32, 32),
+                 (4, 4096, 4096, 16, 2), (1, 2048, 16384, 32, 8), (2, 8000, 8000, 32, 32)]
+                for c in (False, True)]
+
+SHAPE_SETS = {"short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
               "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
 
 
@@ -102,8 +125,12 @@ def child(args, configs, fa3):
     for row in sets[: args.shapes]:
         b, sq, sk, h, hkv, causal = row if len(row) == 6 else (row[0], row[1], *row[1:])
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
-        sets = inputs(shape, args.seed)
-        theirs = methods.rotating([methods._fa3_fp8(fa3, qz, causal) for qz in sets])
+        full = full_inputs(shape, args.seed)  # (qz, q, k, v): kernel_ab.inputs' draws
+        sets = [f[0] for f in full]
+        if args.peer == "fa3_bf16":
+            theirs = methods.rotating([methods._fa3_bf16(fa3, q, k, v, causal) for _, q, k, v in full])
+        else:
+            theirs = methods.rotating([methods._fa3_fp8(fa3, qz, causal) for qz in sets])
         order = configs if args.round % 2 == 0 else configs[::-1]
         for c in order:
             for k, v in base_env.items():  # the knobs are read at every call
@@ -112,19 +139,22 @@ def child(args, configs, fa3):
                 else:
                     os.environ[k] = v
             os.environ.update(c["env"])
-            runners = [fc.kernel_runner(lib, qz, causal, c["mode"]) for qz in sets]
+            if c["mode"] == fc.ACCURATE:
+                runners = [fc.accurate_runner(lib, fc.with_fp16_v(qz, v), causal) for qz, _, _, v in full]
+            else:
+                runners = [fc.kernel_runner(lib, qz, causal, c["mode"]) for qz in sets]
             torch.cuda.synchronize()
             digest = hashlib.sha1(runners[0].keep[2].cpu().view(torch.int16).numpy().tobytes()).hexdigest()[:12]
             mine = methods.rotating(runners)
             ta, tb = speed.head_to_head(mine, theirs, args.runs)
-            ra = speed.record(c["tag"], shape, ta, "head_to_head:fa3_fp8", round=args.round, out_sha1=digest)
-            rb = speed.record("fa3_fp8", shape, tb, f"head_to_head:{c['tag']}", round=args.round)
+            ra = speed.record(c["tag"], shape, ta, f"head_to_head:{args.peer}", round=args.round, out_sha1=digest)
+            rb = speed.record(args.peer, shape, tb, f"head_to_head:{c['tag']}", round=args.round)
             records += [ra, rb]
-            print(f"  r{args.round} {shape.label():36s} {c['tag']:14s} {ra['tflops_median']:7.1f} vs fa3_fp8 "
+            print(f"  r{args.round} {shape.label():36s} {c['tag']:14s} {ra['tflops_median']:7.1f} vs {args.peer} "
                   f"{rb['tflops_median']:7.1f}  ratio {ra['tflops_median'] / rb['tflops_median']:.4f}  out {digest}",
                   flush=True)
             del runners, mine
-        del sets, theirs
+        del sets, full, theirs
         torch.cuda.empty_cache()
     return records
 
@@ -138,6 +168,7 @@ def main():
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N of SHAPES")
     ap.add_argument("--shape-set", choices=tuple(SHAPE_SETS), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
+    ap.add_argument("--peer", choices=("fa3_fp8", "fa3_bf16"), default="fa3_fp8")
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -159,7 +190,7 @@ def main():
             js = out / f".lottery-{r}.json"
             cmd = [sys.executable, __file__, "--out", str(out), "--runs", str(args.runs),
                    "--seed", str(args.seed), "--round", str(r), "--shapes", str(args.shapes),
-                   "--shape-set", args.shape_set,
+                   "--shape-set", args.shape_set, "--peer", args.peer,
                    "--child-json", str(js)]
             for c in args.config:
                 if parse_config(c)["lib"] == lib:
@@ -173,11 +204,11 @@ def main():
     # Per (config, shape): the mean over rounds of its ratio to the FA3 FP8 it was paired with.
     ratios = {}
     for a, b in zip(records, records[1:]):
-        if a.get("method") not in (None, "fa3_fp8") and b.get("method") == "fa3_fp8" and \
+        if a.get("method") not in (None, args.peer) and b.get("method") == args.peer and \
                 b["protocol"] == f"head_to_head:{a['method']}":
             key = (a["method"], a["b"], a["sq"], a["causal"], a["h_kv"], a["sk"])
             ratios.setdefault(key, []).append(a["tflops_median"] / b["tflops_median"])
-    print("config / FA3 FP8, mean over rounds (each round's ratio in brackets)")
+    print(f"config / {args.peer}, mean over rounds (each round's ratio in brackets)")
     for key, rs in sorted(ratios.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][0])):
         records.append({"summary": True, "method": key[0], "b": key[1], "sq": key[2], "sk": key[5], "causal": key[3],
                         "h_kv": key[4], "ratio_mean": statistics.fmean(rs), "ratios": rs})
