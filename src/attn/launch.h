@@ -48,7 +48,8 @@ using KernelFP16VtBlock128 =
     Config<PPrecision::kFP16, false, 128, 3, false, /*kPolyExpEvery=*/0, VtType::kFP16>;
 // FP16 V^T, 192-key blocks: S 96 + O 64 + P 48 registers in the consumers' 240; 2 stages
 // (Q 32 + K 48 + V 96 KiB). O through shared memory and the TMA at every length: measured
-// faster than the register epilogue at 1k and 8k (docs/kernel.md, "FP16 P from FP16 V^T").
+// faster than the register epilogue at 1k and 8k (docs/kernel.md, "FP16 P from FP16 V^T"). The
+// first block skipped or trimmed as the E4M3 causal kernel's (one kernel for both masks).
 using KernelFP16VtBlock192 =
     Config<PPrecision::kFP16, false, 192, 2, false, /*kPolyExpEvery=*/0, VtType::kFP16, /*kTmaStoreO=*/true,
            FirstBlock::kTrim>;
