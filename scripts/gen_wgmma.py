@@ -10,7 +10,7 @@ import pathlib
 SS_N = (64, 128, 192, 224)  # QK^T: N = keys per block (64, 128: a tile's trimmed first block)
 RS_N = (128, 136, 8)  # PV: N = head dim; 136: head dim + 8 rows of ones (O and P's row sums in one
 # product, Config::kFusedRowSum); N = 8: row sums of P against a block of ones
-RS_F16_N = (128,)  # FP16 P V (FP8ATTN_P_FP16): N = head dim
+RS_F16_N = (128, 136)  # FP16 P V (FP8ATTN_P_FP16): N = head dim; 136: + 8 rows of FP16 ones (kFusedRowSum)
 
 
 def operands(nreg, first=0):

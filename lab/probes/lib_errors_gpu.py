@@ -4,7 +4,8 @@ orders of magnitude above FA3's; NaN fails) and its numerics against the release
 library: one library per process). Gaussian and FA3's outlier set (bench/accuracy.synthetic, seed
 1), b1 h8/2 at seqlen 1000 and 4096, both masks; RMSE and max |err| against exact FP64 attention on
 the dequantized inputs.
-  python3 lab/probes/lib_errors_gpu.py LIB OUT.json [MODE,...]   (default fp8attn,fp8attn_exact)
+  python3 lab/probes/lib_errors_gpu.py LIB OUT.json [MODE,...]   (default fp8attn,fp8attn_exact;
+  fp8attn_accurate: FP16 P on an FP16 V^T of the same V, against exact attention on those values)
 """
 import json
 import math
@@ -38,12 +39,20 @@ def main():
             qz = calls.quantize_per_head(q, k, v)
             for causal in (False, True):
                 ref, _ = accuracy.exact_attention(*qz.dequantized(), causal)
-                outs = {m: calls.kernel_call(lib, qz, causal, m)[0] for m in modes}
+                refs = {}
+                outs = {}
+                for m in modes:
+                    if m == calls.ACCURATE:  # FP16 P on an FP16 V^T: its own reference (V in FP16)
+                        qv = calls.with_fp16_v(qz, v)
+                        outs[m] = calls.accurate_call(lib, qv, causal)[0]
+                        refs[m] = accuracy.exact_attention(*qv.dequantized(), causal)[0]
+                    else:
+                        outs[m] = calls.kernel_call(lib, qz, causal, m)[0]
                 if not isinstance(fa3, str):
                     outs["fa3_fp8"] = methods._out(methods._fa3_fp8(fa3, qz, causal)())
                 torch.cuda.synchronize()
                 for m, o in outs.items():
-                    e = accuracy.error_metrics(o, ref)
+                    e = accuracy.error_metrics(o, refs.get(m, ref))
                     ok = math.isfinite(e["rmse"]) and math.isfinite(e["max_abs"])
                     bad += not ok
                     out["records"].append({"set": kind, "s": s, "causal": causal, "method": m,

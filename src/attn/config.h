@@ -43,8 +43,10 @@ struct Config {
   // causal) head to head with FA3 FP8, while the re-scheduled long-tile kernel lost 8-9% and the
   // skip-only kernel up to 3.6% (docs/kernel.md, "Configurations and dispatch").
   static constexpr bool kFusedRowSum = kFusedRowSum_;
-  static_assert(!kFusedRowSum || (kTcRowSum && kP_ == PPrecision::kE4M3 && kVt_ == VtType::kE4M3),
-                "the fused row sums: l from the tensor core, E4M3 P against the E4M3 V^T ring");
+  static_assert(!kFusedRowSum || (kTcRowSum && ((kP_ == PPrecision::kE4M3 && kVt_ == VtType::kE4M3) ||
+                                                (kP_ == PPrecision::kFP16 && kVt_ == VtType::kFP16))),
+                "the fused row sums: l from the tensor core, E4M3 P against the E4M3 V^T ring or "
+                "FP16 P against the FP16 V^T ring");
   // Every kPolyExpEvery-th group of 8 keys takes its exponentials from a polynomial on the FMA
   // pipe instead of MUFU (0 = none): MUFU's 16 results/clk/SM equal the FP8 tensor rate at
   // d = 128, so moving a share off it leaves slack for the overlap.
@@ -123,7 +125,7 @@ struct Config {
   // swizzle), written once at the kernel's start, so that one m64n136k32 per k-step reads V^T's
   // 128 channels and the ones: O and the row sums of P in one product (PVAccumulator). The TMA
   // fills the first kVAtomBytes of each atom.
-  static constexpr int kOnesRowBytes = kFusedRowSum ? 8 * kVAtomKeys : 0;
+  static constexpr int kOnesRowBytes = kFusedRowSum && kVt_ == VtType::kE4M3 ? 8 * kVAtomKeys : 0;
   static constexpr int kVAtomStride = kVAtomBytes + kOnesRowBytes;
   static_assert(kVAtomStride % 512 == 0, "each atom starts on the 64-byte swizzle's 512-byte period");
   // The E4M3 V ring (16 bytes, unused, when the TMA loads FP16 V^T).
@@ -133,9 +135,14 @@ struct Config {
   static constexpr int kV16HalfKeys = 64;
   static constexpr int kV16HalfBytes = kHeadDim * kV16HalfKeys * 2;
   static constexpr int kV16Halves = kBlockN / kV16HalfKeys;
-  static constexpr int kV16TileBytes = kFP16P ? kV16Halves * kV16HalfBytes : 16;
+  // kFusedRowSum with FP16 V^T: each half followed by 8 rows of FP16 ones (1 KiB: one 128-byte
+  // swizzle period), so that one m64n136k16 per k-step reads the half's 128 channels and the
+  // ones: O and the row sums of P in one product, as the E4M3 atoms' ones do.
+  static constexpr int kV16OnesBytes = kFusedRowSum && kVtF16 ? 8 * 128 : 0;
+  static constexpr int kV16HalfStride = kV16HalfBytes + kV16OnesBytes;
+  static constexpr int kV16TileBytes = kFP16P ? kV16Halves * kV16HalfStride : 16;
   // TMA bytes per V tile: E4M3 atoms, or (FP16 V^T) the FP16 halves straight into v16.
-  static constexpr int kTileBytesV = kVtF16 ? kV16TileBytes : kVAtoms * kVAtomBytes;
+  static constexpr int kTileBytesV = kVtF16 ? kV16Halves * kV16HalfBytes : kVAtoms * kVAtomBytes;
   static_assert(!kVtF16 || kFP16P, "FP16 V^T feeds the FP16 P V product only");
   static_assert(!kFP16P || (kBlockN % kV16HalfKeys == 0 && !kTwoLevel),
                 "FP16 P: one-level accumulation, whole 64-key FP16 halves per block");

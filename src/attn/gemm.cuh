@@ -77,7 +77,7 @@ __device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragment
   if constexpr (Cfg::kFP16P) {
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk) {
-      const uint64_t dv = ptx::make_desc_kmajor<128>(v_addr + (kk / 4) * Cfg::kV16HalfBytes + (kk % 4) * 32);
+      const uint64_t dv = ptx::make_desc_kmajor<128>(v_addr + (kk / 4) * Cfg::kV16HalfStride + (kk % 4) * 32);
       const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
       ptx::wgmma_rs_f16(acc, a, dv, kAccumulate || kk > 0);
     }

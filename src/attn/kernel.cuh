@@ -69,7 +69,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     }
     ptx::mbar_fence_init();
   }
-  if constexpr (Cfg::kFusedRowSum) {
+  if constexpr (Cfg::kFusedRowSum && Cfg::kVtF16) {
+    // The FP16 ones rows after every FP16 V^T half of every stage (Config::kV16HalfStride); the
+    // TMA never writes them.
+    constexpr int kWords = Cfg::kV16OnesBytes / 4;
+    for (int i = threadIdx.x; i < Cfg::kStages * Cfg::kV16Halves * kWords; i += Cfg::kThreads) {
+      const int half = i / kWords;  // stage * kV16Halves + half within the stage
+      reinterpret_cast<uint32_t*>(sm.v16[half / Cfg::kV16Halves] + (half % Cfg::kV16Halves) * Cfg::kV16HalfStride +
+                                  Cfg::kV16HalfBytes)[i % kWords] = 0x3C003C00u;  // FP16 1.0
+    }
+    ptx::fence_proxy_async_shared();  // visible to the wgmma (async proxy)
+  } else if constexpr (Cfg::kFusedRowSum) {
     // The ones rows after every V^T atom of every stage (Config::kVAtomStride); the TMA never
     // writes them. Any swizzle reads 1 from bytes that are all 1.
     constexpr int kWords = Cfg::kOnesRowBytes / 4;

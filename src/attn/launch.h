@@ -51,8 +51,8 @@ using KernelFP16VtBlock128 =
 // faster than the register epilogue at 1k and 8k (docs/kernel.md, "FP16 P from FP16 V^T"). The
 // first block skipped or trimmed as the E4M3 causal kernel's (one kernel for both masks).
 using KernelFP16VtBlock192 =
-    Config<PPrecision::kFP16, false, 192, 2, false, /*kPolyExpEvery=*/0, VtType::kFP16, /*kTmaStoreO=*/true,
-           FirstBlock::kTrim>;
+    Config<PPrecision::kFP16, false, 192, 2, /*kTcRowSum=*/true, /*kPolyExpEvery=*/0, VtType::kFP16,
+           /*kTmaStoreO=*/true, FirstBlock::kTrim, /*kFusedRowSum=*/true>;
 
 extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);

@@ -57,7 +57,7 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
         // bytes) per FP16 half, straight into the P V wgmma's B operand.
 #pragma unroll
         for (int h = 0; h < Cfg::kV16Halves; ++h)
-          ptx::tma_load_4d(sm.v16[kv.stage] + h * Cfg::kV16HalfBytes, &p.tma_vt,
+          ptx::tma_load_4d(sm.v16[kv.stage] + h * Cfg::kV16HalfStride, &p.tma_vt,
                            &sm.v_full[kv.stage], 2 * (n * Cfg::kBlockN + h * Cfg::kV16HalfKeys), 0,
                            kv_head, tile.batch);
       } else {
