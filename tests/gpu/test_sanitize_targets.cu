@@ -77,6 +77,12 @@ TEST(Sanitize, Fp16VtHead) {
   s.vt_fp16 = true;
   run_kernel(s);
 }
+// Non-causal: the 192-key FP16 V^T kernel with the row sums in its P V (FP16 ones after each half).
+TEST(Sanitize, Fp16VtHeadFull) {
+  Shape s = shape(false, FP8ATTN_P_FP16, true);
+  s.vt_fp16 = true;
+  run_kernel(s);
+}
 TEST(Sanitize, HiLo) { run_kernel(shape(true, FP8ATTN_P_E4M3_HILO, false)); }
 TEST(Sanitize, Fp16) { run_kernel(shape(true, FP8ATTN_P_FP16, false)); }
 
