@@ -41,7 +41,9 @@ struct Config {
   // a separate m64n8k32 per k-step: 6 wgmmas fewer per 192-key block inside the ping-pong turn.
   // The trimmed-first-block kernel only: measured +1-3% on its rows (16 x 1k both masks, 8 x 2k
   // causal) head to head with FA3 FP8, while the re-scheduled long-tile kernel lost 8-9% and the
-  // skip-only kernel up to 3.6% (docs/kernel.md, "Configurations and dispatch").
+  // skip-only kernel up to 3.6% (docs/kernel.md, "Configurations and dispatch"). With FP16 P on
+  // an FP16 V^T: each 64-key FP16 half followed by 8 rows of FP16 ones (kV16OnesBytes), one
+  // m64n136k16 per k-step (the non-causal 192-key FP16 V^T kernel: +2-4% against the FP32 l).
   static constexpr bool kFusedRowSum = kFusedRowSum_;
   static_assert(!kFusedRowSum || (kTcRowSum && ((kP_ == PPrecision::kE4M3 && kVt_ == VtType::kE4M3) ||
                                                 (kP_ == PPrecision::kFP16 && kVt_ == VtType::kFP16))),
