@@ -26,7 +26,8 @@
 #                                         KAB_TIMEOUT, default 480 s)
 #   carry_lottery SET N TAG=FOLDER...     there: lottery_check.sh on --shape-set SET's first N rows
 #                                         into $OUT/lottery-SET.{log,json} (time limit LOT_TIMEOUT,
-#                                         default 200 s); prints the table of mean ratios
+#                                         default 200 s; LOT_PEER=fa3_bf16 pairs with FA3 BF16);
+#                                         prints the table of mean ratios
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2

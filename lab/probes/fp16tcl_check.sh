@@ -18,9 +18,6 @@ for t in ft tcl; do
   timeout 120 python3 lab/probes/lib_errors_gpu.py "$B/$t/libfp8attn.so" "$OUT/errors-$t.json" fp8attn_accurate \
     2>&1 | grep -v "^wrote" | sed "s/^/$t /" | tee -a "$OUT/fp16tcl.log"
 done
-LOT_TIMEOUT=${LOT_TIMEOUT:-400} LOT_PEER=fa3_bf16 LOT_SHAPE_SET=sweep LOT_SHAPES=${LOT_SHAPES:-18} \
-  bash lab/probes/lottery_check.sh ft=ft,MODE=fp8attn_accurate tcl=tcl,MODE=fp8attn_accurate \
-  > "$OUT/lottery-fp16tcl.log" 2>&1
-mv "$OUT/lottery_ab.json" "$OUT/lottery-fp16tcl.json" 2>/dev/null
-rm -f "$OUT/lottery.log"
-grep -A40 "mean over rounds" "$OUT/lottery-fp16tcl.log" | head -40
+# $OUT/lottery-sweep.{log,json} (the fifteenth session's run named them lottery-fp16tcl.*)
+LOT_TIMEOUT=${LOT_TIMEOUT:-400} LOT_PEER=fa3_bf16 carry_lottery sweep "${LOT_SHAPES:-18}" \
+  ft=ft,MODE=fp8attn_accurate tcl=tcl,MODE=fp8attn_accurate

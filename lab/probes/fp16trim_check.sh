@@ -21,9 +21,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 PARTS=tests scripts/gpu_session.sh > "$OUT/tests.out" 2>&1
 grep -E "^(stage|tests|  test_)|passed|failed" "$OUT/tests.out" | tail -20
 rm -f "$OUT/session.log"
-LOT_TIMEOUT=${LOT_TIMEOUT:-420} LOT_PEER=fa3_bf16 LOT_SHAPE_SET=sweep LOT_SHAPES=${LOT_SHAPES:-18} \
-  bash lab/probes/lottery_check.sh rel=rel,MODE=fp8attn_accurate ft=ft,MODE=fp8attn_accurate \
-  > "$OUT/lottery-fp16trim.log" 2>&1
-mv "$OUT/lottery_ab.json" "$OUT/lottery-fp16trim.json" 2>/dev/null
-rm -f "$OUT/lottery.log"
-grep -A40 "mean over rounds" "$OUT/lottery-fp16trim.log" | head -40
+source lab/probes/carry.sh
+# $OUT/lottery-sweep.{log,json} (the fifteenth session's run named them lottery-fp16trim.*)
+LOT_TIMEOUT=${LOT_TIMEOUT:-420} LOT_PEER=fa3_bf16 carry_lottery sweep "${LOT_SHAPES:-18}" \
+  rel=rel,MODE=fp8attn_accurate ft=ft,MODE=fp8attn_accurate

@@ -55,14 +55,17 @@ def block128_runner(lib, qz, causal):
     return run
 
 
-def inputs(shape: Shape, seed: int):
+def inputs(shape: Shape, seed: int, with_bf16: bool = False):
+    """Per-head E4M3 input sets from Gaussian BF16 draws; with_bf16: each as (qz, q, k, v), the BF16
+    tensors it was quantized from kept (FA3 BF16, the accurate mode's FP16 V)."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     sets = []
     for _ in range(input_sets(shape)):
         q = torch.randn((shape.b, shape.sq, shape.h, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
         k = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
         v = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        sets.append(fc.quantize_per_head(q, k, v))
+        qz = fc.quantize_per_head(q, k, v)
+        sets.append((qz, q, k, v) if with_bf16 else qz)
     return sets
 
 

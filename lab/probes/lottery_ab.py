@@ -42,20 +42,8 @@ import probe_doc  # noqa: E402
 import fp8attn_calls as fc  # noqa: E402
 import methods  # noqa: E402
 import speed  # noqa: E402
-from sweep import Shape, input_sets  # noqa: E402
-
-
-def full_inputs(shape, seed):
-    """kernel_ab.inputs' per-head E4M3 sets (the same draws), each with the BF16 q, k, v it was
-    quantized from: [(qz, q, k, v)]."""
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    out = []
-    for _ in range(input_sets(shape)):
-        q = torch.randn((shape.b, shape.sq, shape.h, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        k = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        v = torch.randn((shape.b, shape.sk, shape.h_kv, shape.d), device="cuda", dtype=torch.bfloat16, generator=g)
-        out.append((fc.quantize_per_head(q, k, v), q, k, v))
-    return out
+from kernel_ab import inputs  # noqa: E402  (the same per-head E4M3 input sets)
+from sweep import Shape  # noqa: E402
 
 # (b, s, h, h_kv, causal): the long-tile kernel's rows (8k, 4k non-causal) and the short-tile
 # kernel's (4k, 2k, 1k causal).
@@ -125,7 +113,7 @@ def child(args, configs, fa3):
     for row in sets[: args.shapes]:
         b, sq, sk, h, hkv, causal = row if len(row) == 6 else (row[0], row[1], *row[1:])
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
-        full = full_inputs(shape, args.seed)  # (qz, q, k, v): kernel_ab.inputs' draws
+        full = inputs(shape, args.seed, with_bf16=True)  # [(qz, q, k, v)]
         sets = [f[0] for f in full]
         if args.peer == "fa3_bf16":
             theirs = methods.rotating([methods._fa3_bf16(fa3, q, k, v, causal) for _, q, k, v in full])

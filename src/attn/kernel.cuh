@@ -31,6 +31,20 @@
 
 namespace fp8attn::attn {
 
+// The fused row sums' ones (Config::kFusedRowSum): kOnesBytes of `word` after each of a ring
+// stage's kSlabs slabs (V^T atoms or FP16 halves, kSlabBytes each, kSlabStride apart), in every
+// stage; the TMA never writes them, and any swizzle reads 1 from bytes that are all 1. Made
+// visible to the wgmma (async proxy).
+template <int kThreads, int kSlabs, int kSlabStride, int kSlabBytes, int kOnesBytes, int kStages, int kTileBytes>
+__device__ __forceinline__ void fill_ones_rows(uint8_t (&ring)[kStages][kTileBytes], uint32_t word) {
+  constexpr int kWords = kOnesBytes / 4;
+  for (int i = threadIdx.x; i < kStages * kSlabs * kWords; i += kThreads) {
+    const int slab = i / kWords;  // stage * kSlabs + slab within the stage
+    reinterpret_cast<uint32_t*>(ring[slab / kSlabs] + (slab % kSlabs) * kSlabStride + kSlabBytes)[i % kWords] = word;
+  }
+  ptx::fence_proxy_async_shared();
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const __grid_constant__ KernelParams p) {
   extern __shared__ uint8_t smem_raw[];
@@ -70,25 +84,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) attention_fwd_kernel(const _
     ptx::mbar_fence_init();
   }
   if constexpr (Cfg::kFusedRowSum && Cfg::kVtF16) {
-    // The FP16 ones rows after every FP16 V^T half of every stage (Config::kV16HalfStride); the
-    // TMA never writes them.
-    constexpr int kWords = Cfg::kV16OnesBytes / 4;
-    for (int i = threadIdx.x; i < Cfg::kStages * Cfg::kV16Halves * kWords; i += Cfg::kThreads) {
-      const int half = i / kWords;  // stage * kV16Halves + half within the stage
-      reinterpret_cast<uint32_t*>(sm.v16[half / Cfg::kV16Halves] + (half % Cfg::kV16Halves) * Cfg::kV16HalfStride +
-                                  Cfg::kV16HalfBytes)[i % kWords] = 0x3C003C00u;  // FP16 1.0
-    }
-    ptx::fence_proxy_async_shared();  // visible to the wgmma (async proxy)
+    // The FP16 ones rows after every FP16 V^T half of every stage (Config::kV16HalfStride).
+    fill_ones_rows<Cfg::kThreads, Cfg::kV16Halves, Cfg::kV16HalfStride, Cfg::kV16HalfBytes, Cfg::kV16OnesBytes>(
+        sm.v16, 0x3C003C00u);  // FP16 1.0
   } else if constexpr (Cfg::kFusedRowSum) {
-    // The ones rows after every V^T atom of every stage (Config::kVAtomStride); the TMA never
-    // writes them. Any swizzle reads 1 from bytes that are all 1.
-    constexpr int kWords = Cfg::kOnesRowBytes / 4;
-    for (int i = threadIdx.x; i < Cfg::kStages * Cfg::kVAtoms * kWords; i += Cfg::kThreads) {
-      const int atom = i / kWords;  // stage * kVAtoms + atom within the stage
-      reinterpret_cast<uint32_t*>(sm.v[atom / Cfg::kVAtoms] + (atom % Cfg::kVAtoms) * Cfg::kVAtomStride +
-                                  Cfg::kVAtomBytes)[i % kWords] = 0x38383838u;  // E4M3 1.0
-    }
-    ptx::fence_proxy_async_shared();  // visible to the wgmma (async proxy)
+    // The ones rows after every V^T atom of every stage (Config::kVAtomStride).
+    fill_ones_rows<Cfg::kThreads, Cfg::kVAtoms, Cfg::kVAtomStride, Cfg::kVAtomBytes, Cfg::kOnesRowBytes>(
+        sm.v, 0x38383838u);  // E4M3 1.0
   } else if constexpr (Softmax<Cfg>::kTcRowSum) {
     for (int i = threadIdx.x; i < static_cast<int>(sizeof(sm.ones.b)) / 4; i += Cfg::kThreads)
       reinterpret_cast<uint32_t*>(sm.ones.b)[i] = 0x38383838u;  // E4M3 1.0
