@@ -28,6 +28,9 @@
 #                                         into $OUT/lottery-SET.{log,json} (time limit LOT_TIMEOUT,
 #                                         default 200 s; LOT_PEER=fa3_bf16 pairs with FA3 BF16);
 #                                         prints the table of mean ratios
+#   carry_lib_errors LOG MODE TAG...      there, after carry_lot: lib_errors_gpu.py (kernel-only
+#                                         errors in MODE beside FA3 FP8's) on each TAG's library
+#                                         of $B into $OUT/errors-TAG.json, the lines into LOG
 carry_stage() {
   local build=$1 carry=$2 t
   shift 2
@@ -136,6 +139,15 @@ carry_kernel_ab() {
   timeout "${KAB_TIMEOUT:-480}" python3 lab/probes/kernel_ab.py --lib "${libs[0]}" "${variants[@]}" \
     --variant-tags "$(IFS=,; echo "${tags[*]}")" --no-blocks --variant-rows "$rows" --runs 100 \
     --out "$OUT" 2>&1 | grep -v "^block size"
+}
+carry_lib_errors() {
+  local log=$1 mode=$2 t
+  shift 2
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  for t in "$@"; do
+    timeout 120 python3 lab/probes/lib_errors_gpu.py "$B/$t/libfp8attn.so" "$OUT/errors-$t.json" "$mode" \
+      2>&1 | grep -v "^wrote" | sed "s/^/$t /" | tee -a "$log"
+  done
 }
 carry_lottery() {
   local set=$1 n=$2

@@ -25,10 +25,6 @@ fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
 carry_lot rel=rel "$OUT/fp16rs.log" > /dev/null
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-for t in rs0 rsc; do
-  timeout 120 python3 lab/probes/lib_errors_gpu.py "$B/$t/libfp8attn.so" "$OUT/errors-$t.json" fp8attn_accurate \
-    2>&1 | grep -v "^wrote" | sed "s/^/$t /" | tee -a "$OUT/fp16rs.log"
-done
+carry_lib_errors "$OUT/fp16rs.log" fp8attn_accurate rs0 rsc
 LOT_TIMEOUT=${LOT_TIMEOUT:-420} LOT_PEER=fa3_bf16 carry_lottery sweep "${LOT_SHAPES:-18}" \
   rel=rel,MODE=fp8attn_accurate rs0=rs0,MODE=fp8attn_accurate rsc=rsc,MODE=fp8attn_accurate

@@ -13,11 +13,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
 carry_lot ft=ft "$OUT/fp16tcl.log" > /dev/null
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-for t in ft tcl; do
-  timeout 120 python3 lab/probes/lib_errors_gpu.py "$B/$t/libfp8attn.so" "$OUT/errors-$t.json" fp8attn_accurate \
-    2>&1 | grep -v "^wrote" | sed "s/^/$t /" | tee -a "$OUT/fp16tcl.log"
-done
+carry_lib_errors "$OUT/fp16tcl.log" fp8attn_accurate ft tcl
 # $OUT/lottery-sweep.{log,json} (the fifteenth session's run named them lottery-fp16tcl.*)
 LOT_TIMEOUT=${LOT_TIMEOUT:-400} LOT_PEER=fa3_bf16 carry_lottery sweep "${LOT_SHAPES:-18}" \
   ft=ft,MODE=fp8attn_accurate tcl=tcl,MODE=fp8attn_accurate
