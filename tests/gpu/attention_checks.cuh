@@ -95,7 +95,7 @@ double rowsum_acc(const Shape& s) {
 // (the accurate kernel's l from the tensor core): n of FP16's subnormal error, 2^-25, over
 // sum p >= 256.
 double sub_share(const KernelChoice& kc, const Result& ref, int64_t li) {
-  return kc.p_u == kU ? ref.sub_rel[li] : double(ref.visible[li]) * kc.p_sub_abs / 256;
+  return kc.p_fp16 ? double(ref.visible[li]) * kc.p_sub_abs / 256 : ref.sub_rel[li];
 }
 
 // c = (1 + u) / (1 - (1 + u) x): sum p / sum P8 <= c (normal keys: P8 >= p / (1 + u); the
@@ -359,7 +359,7 @@ Verdict check_against_mirror(const Shape& s, const Output& out, const Output& mi
   const double rms_km = std::sqrt(lse_se / std::max<int64_t>(rows, 1));
   const double rms_m = std::sqrt(lse_se_m / std::max<int64_t>(rows, 1));
   std::printf("    LSE RMS: kernel - mirror %.3e, mirror - FP64 %.3e\n", rms_km, rms_m);
-  if (v.ok && l_rounded && kc.p_u == kU && !(rms_km <= 0.85 * rms_m + 1e-30))
+  if (v.ok && l_rounded && !kc.p_fp16 && !(rms_km <= 0.85 * rms_m + 1e-30))
     v.fail("LSE RMS(kernel - mirror) " + std::to_string(rms_km) + " > 0.85 x the mirror's error " +
            std::to_string(rms_m));
   return v;

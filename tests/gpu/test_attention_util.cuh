@@ -99,6 +99,7 @@ struct KernelChoice {
   bool l_rounded = false;
   float p_offset_log2 = FP8ATTN_P_OFFSET_LOG2, slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
   double p_u = 1.0 / 16, p_ulp = 1.0 / 8, p_sub_abs = 1.0 / 1024, p_sub_ulp = 1.0 / 512;
+  bool p_fp16 = false;  // P rounded to FP16 (the fields above FP16's), else E4M3
 };
 inline KernelChoice kernel_choice(const Shape& s) {
   const model::FlashNumerics nm =
@@ -106,7 +107,7 @@ inline KernelChoice kernel_choice(const Shape& s) {
   KernelChoice kc{nm.block_n, nm.two_level, nm.l_from_rounded_p, nm.p_offset_log2, nm.rescale_slack_log2};
   if (nm.p_format == model::Format::FP16)
     kc.p_u = std::ldexp(1.0, -11), kc.p_ulp = std::ldexp(1.0, -10), kc.p_sub_abs = std::ldexp(1.0, -25),
-    kc.p_sub_ulp = std::ldexp(1.0, -24);
+    kc.p_sub_ulp = std::ldexp(1.0, -24), kc.p_fp16 = true;
   return kc;
 }
 
