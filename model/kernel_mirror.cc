@@ -18,15 +18,14 @@ Tensor decode(const uint8_t* codes, int b, int s, int h) {
 }
 }  // namespace
 
-FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block, bool vt_fp16,
-                              bool causal) {
+FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block, bool vt_fp16) {
   const bool hilo = p_precision == FP8ATTN_P_E4M3_HILO;
   FlashNumerics nm;
   if (p_precision == FP8ATTN_P_FP16) {
     // FP16 P against V in FP16 (up-converted from E4M3, exact, or an FP16 V^T's values: the
     // caller's V operand says which): one-level, the FP16 wgmma accumulating in FP32 (not the FP8
     // accumulator model: that is for the QK^T, still FP8), l the FP32 sum of the unrounded p, or,
-    // in the non-causal 192-key kernel (kFusedRowSum), the tensor core's sum of the FP16 P.
+    // in the 192-key kernel (kFusedRowSum, either mask), the tensor core's sum of the FP16 P.
     // Blocks: 192 keys from an FP16 V^T with one K descale per head (the TMA-loaded kernel's
     // registers allow it), else 128 (the converter kernel, or a per-128-key-block K descale).
     nm.block_n = vt_fp16 && !k_descale_per_block ? 192 : 128;
@@ -35,7 +34,7 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
     nm.p_hilo = false;
     nm.p_offset_log2 = FP8ATTN_P_OFFSET_LOG2;  // the kernel's softmax is the same for every P
     nm.rescale_slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
-    nm.l_from_rounded_p = nm.block_n == 192 && !causal;
+    nm.l_from_rounded_p = nm.block_n == 192;
     nm.acc_qk = acc;
     nm.acc_pv = Accumulator::kFP32;
     nm.two_level = false;
@@ -89,7 +88,7 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
   fi.v = &v;
   fi.q_scale = in.q_descale;
   const FlashNumerics nm =
-      kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block, in.vt_fp16 || in.v_f16, in.causal);
+      kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block, in.vt_fp16 || in.v_f16);
   // k_descale comes as (b, h_kv, ceil(sk / 128)); a per-head descale is its first entry per head,
   // laid out again for the engine's (b, h_kv, ceil(sk / block_n)).
   std::vector<float> k_scale_per_head;

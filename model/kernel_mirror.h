@@ -73,11 +73,11 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
 // two-level accumulation over 128-key blocks, l from the FP32 p; FP16 P -> one-level, P rounded
 // to FP16, the P V product accumulated in FP32 whatever `acc` says (the FP16 wgmma), over
 // 192-key blocks from an FP16 V^T (vt_fp16) with per-head K descales, else 128; l the tensor
-// core's sum of the FP16 P in the non-causal 192-key kernel (src/attn/select.h: causal false),
-// else the FP32 sum of the unrounded p.
+// core's sum of the FP16 P in the 192-key kernel (either mask), else the FP32 sum of the
+// unrounded p.
 FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
                               Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true,
-                              bool vt_fp16 = false, bool causal = false);
+                              bool vt_fp16 = false);
 
 // V^T as the pre-pass writes it, (b, h_kv, 128, vt_seqlen_pad) with keys permuted within groups
 // of 32 (fp8attn_vt_key_at), back to V (b, sk, h_kv, 128).

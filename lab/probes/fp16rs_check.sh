@@ -11,6 +11,8 @@
 #   bash lab/probes/fp16rs_check.sh --stage   (the two variants in one archive, .carry/lot-rs.tar.xz)
 # There: bash lab/probes/fp16rs_check.sh   (carry .carry/lot.tar.xz, .carry/lot-rs.tar.xz,
 # .carry/fa3_site.tar.xz; with the tree that is near 64 MiB: set large tracked results aside)
+# Run on 2026-12-03 (lab/results/probe/2026-12-03-h200-a2bc8d6-fp16rs-*) and merged (rsc is the
+# library since): the two patches apply to a2bc8d6 and earlier only; kept as the record.
 set -u
 cd "$(dirname "$0")/../.."
 if [[ "${1:-}" == --stage ]]; then

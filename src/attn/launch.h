@@ -49,14 +49,10 @@ using KernelFP16VtBlock128 =
 // FP16 V^T, 192-key blocks: S 96 + O 64 + P 48 registers in the consumers' 240; 2 stages
 // (Q 32 + K 48 + V 96 KiB). O through shared memory and the TMA at every length: measured
 // faster than the register epilogue at 1k and 8k (docs/kernel.md, "FP16 P from FP16 V^T"). The
-// first block skipped or trimmed as the E4M3 causal kernel's. Causal calls: l the FP32 sum of p.
-using KernelFP16VtBlock192 =
-    Config<PPrecision::kFP16, false, 192, 2, false, /*kPolyExpEvery=*/0, VtType::kFP16, /*kTmaStoreO=*/true,
-           FirstBlock::kTrim>;
-// Non-causal calls: the same with l from the tensor core, the row sums of the FP16 P in the last 8
-// columns of an m64n136k16 P V against FP16 V^T halves followed by 8 rows of ones (one FADD per
-// score fewer; measured +2-4% head to head with FA3 BF16 on the non-causal rows, and slower on
-// short causal ones, docs/kernel.md).
+// first block skipped or trimmed as the E4M3 causal kernel's. l from the tensor core: the row sums
+// of the FP16 P in the last 8 columns of an m64n136k16 P V against FP16 V^T halves followed by 8
+// rows of ones (one FADD per score fewer). Both masks (docs/kernel.md, "Configurations and
+// dispatch").
 using KernelFP16VtBlock192RowSum =
     Config<PPrecision::kFP16, false, 192, 2, /*kTcRowSum=*/true, /*kPolyExpEvery=*/0, VtType::kFP16,
            /*kTmaStoreO=*/true, FirstBlock::kTrim, /*kFusedRowSum=*/true>;
@@ -78,9 +74,6 @@ extern template fp8attn_status launch<KernelE4M3HiLoTwoLevel>(const fp8attn_fwd_
 extern template fp8attn_status launch<KernelFP16Block128>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelFP16VtBlock128>(const fp8attn_fwd_params&,
-                                                            const DeviceInfo&, const LaunchOptions&,
-                                                            cudaStream_t);
-extern template fp8attn_status launch<KernelFP16VtBlock192>(const fp8attn_fwd_params&,
                                                             const DeviceInfo&, const LaunchOptions&,
                                                             cudaStream_t);
 extern template fp8attn_status launch<KernelFP16VtBlock192RowSum>(const fp8attn_fwd_params&,

@@ -34,10 +34,8 @@ enum class KernelId : int {
   // per-block K descale (one per FP8ATTN_K_SCALE_BLOCK keys) ...
   kFP16VtBlock128,
   // ... 192-key blocks for one K descale per head (what the end-to-end call's pre-pass writes):
-  // S 96 + O 64 + P 48 registers, per-block costs spread over 1.5x the keys; causal calls ...
-  kFP16VtBlock192,
-  // ... and non-causal ones, with l from the tensor core (the row sums of the FP16 P in the P V
-  // product: one FADD per score fewer; slower than the FP32 l on short causal rows).
+  // S 96 + O 64 + P 48 registers, per-block costs spread over 1.5x the keys, l from the tensor
+  // core (the row sums of the FP16 P in the P V product: one FADD per score fewer); both masks.
   kFP16VtBlock192RowSum,
   kInvalid,
 };
@@ -87,7 +85,7 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
   if (p.vt_dtype == FP8ATTN_VT_FP16) {
     if (p.p_precision != FP8ATTN_P_FP16) return KernelId::kInvalid;
     if (k_scale_per_block(p)) return KernelId::kFP16VtBlock128;
-    return causal_kernel(p) ? KernelId::kFP16VtBlock192 : KernelId::kFP16VtBlock192RowSum;
+    return KernelId::kFP16VtBlock192RowSum;
   }
   if (p.vt_dtype != FP8ATTN_VT_E4M3) return KernelId::kInvalid;
   switch (p.p_precision) {
@@ -113,7 +111,6 @@ constexpr const char* kernel_name(KernelId id) {
     case KernelId::kE4M3HiLoTwoLevel: return "e4m3_hilo_two_level";
     case KernelId::kFP16Block128: return "fp16_block128";
     case KernelId::kFP16VtBlock128: return "fp16_vt_block128";
-    case KernelId::kFP16VtBlock192: return "fp16_vt_block192";
     case KernelId::kFP16VtBlock192RowSum: return "fp16_vt_block192_rowsum";
     default: return "invalid";
   }

@@ -175,17 +175,15 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
     p.kd_stride_blk = 1 + rng() % 7;
     EXPECT_EQ(select_kernel(p), KernelId::kFP16Block128);
     // FP16 V^T: the TMA-loaded kernel, 128-key blocks for a per-block K descale, 192 for one
-    // per head (causal: l from the FP32 p; non-causal: l from the tensor core); with any E4M3
-    // P, none.
+    // per head (l from the tensor core), either mask; with any E4M3 P, none.
     p.vt_dtype = FP8ATTN_VT_FP16;
     EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock128);
     p.kd_stride_blk = 0;
-    const KernelId fp16_vt_head = p.causal ? KernelId::kFP16VtBlock192 : KernelId::kFP16VtBlock192RowSum;
-    EXPECT_EQ(select_kernel(p), fp16_vt_head);
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
     p.k_descale = nullptr;  // no K descale: one (of 1) per head
-    EXPECT_EQ(select_kernel(p), fp16_vt_head);
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
     p.causal = 1 - p.causal;
-    EXPECT_EQ(select_kernel(p), p.causal ? KernelId::kFP16VtBlock192 : KernelId::kFP16VtBlock192RowSum);
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
     p.k_descale = kd;
     p.p_precision = rng() % 2 ? FP8ATTN_P_E4M3 : FP8ATTN_P_E4M3_HILO;
     EXPECT_EQ(select_kernel(p), KernelId::kInvalid);

@@ -103,7 +103,7 @@ struct KernelChoice {
 };
 inline KernelChoice kernel_choice(const Shape& s) {
   const model::FlashNumerics nm =
-      model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head, s.vt_fp16, s.causal);
+      model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head, s.vt_fp16);
   KernelChoice kc{nm.block_n, nm.two_level, nm.l_from_rounded_p, nm.p_offset_log2, nm.rescale_slack_log2};
   if (nm.p_format == model::Format::FP16)
     kc.p_u = std::ldexp(1.0, -11), kc.p_ulp = std::ldexp(1.0, -10), kc.p_sub_abs = std::ldexp(1.0, -25),

@@ -10,8 +10,9 @@
 //   Sanitize.ExactCausal / ExactFull: FP8ATTN_P_E4M3_EXACT's two kernels at the first shape
 //   Sanitize.HiLo / Fp16 / Fp16Vt: the other precision modes at the same shape (causal), FP16 P
 //     from E4M3 V^T (converter warps) and from FP16 V^T (TMA-loaded), K descales per 128-key block
-//   Sanitize.Fp16VtHead: FP16 V^T with one K descale per head (192-key blocks, O through the
-//     TMA: the end-to-end accurate call's kernel)
+//   Sanitize.Fp16VtHead / Fp16VtHeadFull: FP16 V^T with one K descale per head (192-key blocks,
+//     l from the tensor core, O through the TMA: the end-to-end accurate call's kernel), causal
+//     and not
 //   Sanitize.PrePass: the end-to-end call (pre-pass with default options + kernel) at that shape
 // Each also checks its output: every O and LSE element written and finite.
 #include <cuda_runtime.h>
@@ -77,7 +78,7 @@ TEST(Sanitize, Fp16VtHead) {
   s.vt_fp16 = true;
   run_kernel(s);
 }
-// Non-causal: the 192-key FP16 V^T kernel with the row sums in its P V (FP16 ones after each half).
+// The same kernel non-causal (every block full width; the row sums in its P V, FP16 ones after each half).
 TEST(Sanitize, Fp16VtHeadFull) {
   Shape s = shape(false, FP8ATTN_P_FP16, true);
   s.vt_fp16 = true;
