@@ -7,6 +7,7 @@
 # Here: bash lab/probes/lottery_stage.sh none; bash lab/probes/patch_stage.sh o1=fp16-rowsum-o1.patch
 # There: bash lab/probes/fp16o1_check.sh   (carry .carry/lot.tar.xz, .carry/lot-o1.tar.xz,
 # .carry/fa3_site.tar.xz)
+# Run on 2026-12-03 with LOT_SHAPES=8 (lab/results/probe/2026-12-03-h200-e55a367-fp16o1-*): not merged.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
