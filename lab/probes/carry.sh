@@ -149,6 +149,17 @@ carry_lib_errors() {
       2>&1 | grep -v "^wrote" | sed "s/^/$t /" | tee -a "$log"
   done
 }
+# The accurate mode's A/B: the kernel-only errors of each TAG's library (a correctness screen),
+# then the accurate mode of each head to head with FA3 BF16 over the sweep (LOT_SHAPES rows, 18
+# by default). carry_accurate_ab LOG TAG...   (the first TAG's library heads LOG)
+carry_accurate_ab() {
+  local log=$1 t specs=()
+  shift
+  carry_lot "$1=$1" "$log" > /dev/null
+  carry_lib_errors "$log" fp8attn_accurate "$@"
+  for t in "$@"; do specs+=("$t=$t,MODE=fp8attn_accurate"); done
+  LOT_TIMEOUT=${LOT_TIMEOUT:-420} LOT_PEER=fa3_bf16 carry_lottery sweep "${LOT_SHAPES:-18}" "${specs[@]}"
+}
 carry_lottery() {
   local set=$1 n=$2
   shift 2

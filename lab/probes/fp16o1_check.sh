@@ -12,7 +12,4 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-carry_lot rel=rel "$OUT/fp16o1.log" > /dev/null
-carry_lib_errors "$OUT/fp16o1.log" fp8attn_accurate rel o1
-LOT_TIMEOUT=${LOT_TIMEOUT:-420} LOT_PEER=fa3_bf16 carry_lottery sweep "${LOT_SHAPES:-18}" \
-  rel=rel,MODE=fp8attn_accurate o1=o1,MODE=fp8attn_accurate
+carry_accurate_ab "$OUT/fp16o1.log" rel o1

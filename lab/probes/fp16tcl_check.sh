@@ -12,8 +12,5 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source lab/probes/carry.sh
-carry_lot ft=ft "$OUT/fp16tcl.log" > /dev/null
-carry_lib_errors "$OUT/fp16tcl.log" fp8attn_accurate ft tcl
 # $OUT/lottery-sweep.{log,json} (the fifteenth session's run named them lottery-fp16tcl.*)
-LOT_TIMEOUT=${LOT_TIMEOUT:-400} LOT_PEER=fa3_bf16 carry_lottery sweep "${LOT_SHAPES:-18}" \
-  ft=ft,MODE=fp8attn_accurate tcl=tcl,MODE=fp8attn_accurate
+carry_accurate_ab "$OUT/fp16tcl.log" ft tcl
