@@ -3,11 +3,14 @@
 (`ncu --section SourceCounters --page source --print-source sass --csv`): the stall_* columns
 summed over the kernel's lines, as shares of its samples, side by side per kernel; the key loop
 (the address span of the lines executed as often as most MUFU.EX2 lines) with its MUFU.EX2 density
-and its share of each kernel's 'mio' samples; then each kernel's top lines by samples.
+and its share of each kernel's 'mio' samples; the key loop's samples by instruction class (opcode
+families, the wgmma waits apart) and main stall reasons, side by side; then each kernel's top lines
+by samples.
   python3 lab/tools/ncu_stall_reasons.py DIR TAG [TAG...]   (reads DIR/TAG*-source.csv)
 """
 import csv
 import io
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -56,6 +59,41 @@ def loop_span(rows):
     return rows[min(idx):max(idx) + 1]
 
 
+CLASSES = ("HGMMA", "QGMMA", "MUFU", "F2FP", "FMNMX", "FMUL", "FFMA", "FADD", "SHFL", "BAR", "SYNCS",
+           "BRA", "LDL", "STL")
+CLASS_REASONS = ("stall_wait", "stall_selected", "stall_dispatch", "stall_short_sb", "stall_long_sb",
+                 "stall_mio", "stall_math", "stall_barrier")
+
+
+def instruction_class(src):
+    """An opcode family; the wgmma waits (WARPGROUP.DEPBAR) by their group count."""
+    s = re.sub(r"^@!?U?P\w+\s+", "", src.strip())
+    if s.startswith("WARPGROUP.DEPBAR"):
+        return "DEPBAR " + s.split(",")[-1].strip()
+    return next((c for c in CLASSES if s.startswith(c)), "other")
+
+
+def loop_classes(kernels):
+    """The key loop's samples per instruction class, and per class its main stall reasons."""
+    per = {}
+    for t, k in kernels.items():
+        agg = {}
+        for r in loop_span(k[2]):
+            a = agg.setdefault(instruction_class(r.get("Source", "")), Counter())
+            a["lines"] += 1
+            a["samples"] += num(r.get("# Samples", 0))
+            for c in CLASS_REASONS:
+                a[c] += num(r.get(c, 0))
+        per[t] = agg
+    order = sorted({c for a in per.values() for c in a}, key=lambda c: -max(a.get(c, Counter())["samples"] for a in per.values()))
+    short = [c.replace("stall_", "") for c in CLASS_REASONS]
+    print("\nthe key loop's samples by instruction class (lines; samples; per stall reason: " + ", ".join(short) + "):")
+    for c in order:
+        for t, a in per.items():
+            v = a.get(c, Counter())
+            print(f"  {c:10} {t:26} {v['lines']:4.0f} {v['samples']:8.0f} " + " ".join(f"{v[r]:7.0f}" for r in CLASS_REASONS))
+
+
 def main():
     folder, tags = Path(sys.argv[1]), sys.argv[2:]
     kernels = {}
@@ -92,6 +130,7 @@ def main():
         print(f"  {t}: {len(src)} instructions, {mufu} MUFU.EX2, densest 32-instruction window {dense}; "
               f"samples {samp:.0f} ({100 * samp / max(samples[t], 1):.1f}% of the kernel's); stall_mio "
               f"{100 * mio / max(samp, 1):.1f}% of the loop's samples, {100 * mio_mufu / max(mio, 1):.0f}% of it on MUFU lines")
+    loop_classes(kernels)
     for t, k in kernels.items():
         print(f"\n{t}: top lines by samples (share %, address, SASS)")
         for r in sorted(k[2], key=lambda r: -num(r.get("# Samples", 0)))[:15]:
