@@ -40,7 +40,7 @@ def inner_loop(ins):
         return any(re.search(pat, ins[j][1]) for j in range(s, e + 1))
     cands = [(e - s, s, e) for s, e in loops
              if has(s, e, r"QGMMA\.64x(128|192|224)") and has(s, e, r"[QH]GMMA\.64x(128|136)x(32|16)")
-             and (has(s, e, r"HGMMA\.64x128") or has(s, e, r"QGMMA\.64x(192|224)"))]
+             and (has(s, e, r"HGMMA\.64x(128|136)") or has(s, e, r"QGMMA\.64x(192|224)"))]
     if not cands:
         return None
     _, s, e = min(cands)

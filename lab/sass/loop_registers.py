@@ -27,9 +27,9 @@ def budget(path):
         if not m:
             continue
         n, k, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        if n >= 160 and not s:  # the QK^T: 64 x kBlockN, FP32 accumulator, n/2 registers
+        if m.group(4) == "gdesc" and not s:  # the QK^T (both operands in shared memory): 64 x kBlockN
             s = span(d, n // 2)
-        elif n in (128, 136) and not o:  # the P V: 64 x 128 (+8 row-sum columns)
+        elif m.group(5) and n in (128, 136) and not o:  # the P V: 64 x 128 (+8 row-sum columns)
             o = span(d, n // 2)
         if m.group(5) and n in (128, 136):  # register A operand: 64 x k of P, 4 registers per wgmma
             p = p | span(int(m.group(5)), 4)
