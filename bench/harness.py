@@ -122,8 +122,12 @@ def pairings(shape, part: str = "speed") -> list[tuple[str, str, str]]:
     seed = sweep.is_seed(shape, tuple(SEED_ROW))
     if seed:
         out += [(mode, "fa3_fp8", "head_to_head") for mode in SEED_MODES]
+    # The accurate mode with FA3 BF16 at every row (issue 14: where FA3 BF16 is faster, the mode has
+    # no reason to exist, and the report must say so), with FA3 FP8 at the seed and short rows.
     if seed or sweep.is_seed(shape, tuple(SHORT_ROW)):
         out += [(ACCURATE, peer, "head_to_head") for peer in ("fa3_fp8", "fa3_bf16")]
+    else:
+        out.append((ACCURATE, "fa3_bf16", "head_to_head"))
     if seed:
         out.append((E2E_ACCURATE, "fa3_bf16", "head_to_head"))
     return out

@@ -1,6 +1,6 @@
 """The harness's accurate mode (fp8attn_accurate: FP16 P on an FP16 V^T) without torch or a GPU:
-bench/harness.py --dry-run must produce its speed pairings (head to head with FA3 FP8 and FA3 BF16
-at the seed and short rows, its BF16-in call with FA3 BF16 at the seed) and its accuracy records
+bench/harness.py --dry-run must produce its speed pairings (head to head with FA3 BF16 at every
+row, with FA3 FP8 at the seed and short rows, its BF16-in call with FA3 BF16 at the seed) and its accuracy records
 (per-head Q, K with FP16 V; the pre-pass with an FP16 V^T cache; the BF16-in call) against the
 right references, and the report and tools/readme_status.py must render them.
 
@@ -68,8 +68,13 @@ def test_dry_run_pairs_the_accurate_mode(dry_run):
         assert e2e["tflops_median"] and _speed(res, "fa3_bf16", E2E, seed_row, causal)["tflops_median"]
         # The converter kernel (FP16 P on E4M3 V^T) keeps its own pairing.
         assert _speed(res, "fp8attn_p_fp16", "fa3_fp8", seed_row, causal)["tflops_median"]
-    other = {(r["b"], r["sq"], r["sk"], r["h"], r["h_kv"]) for r in res["speed"] if r["method"] == ACC}
-    assert other == {tuple(seed_row), tuple(short)}, other
+    for row in sweep.DRY_ROWS:
+        for causal in (False, True):
+            mine, theirs = _speed(res, ACC, "fa3_bf16", row, causal), _speed(res, "fa3_bf16", ACC, row, causal)
+            assert mine["tflops_median"] and theirs["tflops_median"], (row, causal)
+    with_fp8 = {(r["b"], r["sq"], r["sk"], r["h"], r["h_kv"]) for r in res["speed"]
+                if r["method"] == ACC and r["protocol"] == "head_to_head:fa3_fp8"}
+    assert with_fp8 == {tuple(seed_row), tuple(short)}, with_fp8
 
 
 def test_dry_run_accuracy_records_of_the_accurate_mode(dry_run):
@@ -109,8 +114,13 @@ def test_report_and_readme_render_the_accurate_mode(dry_run, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     status = readme.read_text()
     rows = [line for line in status.splitlines() if line.startswith(f"| {ACC} |")]
-    assert len(rows) == 4, rows  # seed and short row, both masks
-    assert all(c.strip() not in ("-", "failed") for line in rows for c in line.split("|")[4:10]), rows
+    assert len(rows) == 2 * len(sweep.DRY_ROWS), rows  # every row with FA3 BF16, both masks
+    # FA3 FP8's columns filled at the seed and short rows, FA3 BF16's everywhere.
+    labels = {report._label(tuple(r) + (128,)) for r in (sweep.DRY_ROWS[0], sweep.DRY_SHORT)}
+    for line in rows:
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert all(c not in ("-", "failed") for c in cells[6:9]), line
+        assert (cells[1] in labels) == all(c not in ("-", "failed") for c in cells[3:6]), line
     assert f"| {E2E} |" in status and "accurate kernel-only, own inputs" in status
 
 
