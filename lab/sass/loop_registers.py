@@ -3,12 +3,15 @@
 `cuobjdump -sass` listing: the registers the wgmmas own (QK^T accumulator S, P V accumulator O,
 P V's register A operand P, each from the first wgmma of its kind and its shape), the registers the
 loop touches outside them (the softmax's working set), and the distinct destinations of the
-running-max FMNMX chains (how many partial maxima ptxas kept).
-  python3 lab/sass/loop_registers.py A.sass [B.sass ...]
+running-max FMNMX chains (how many partial maxima ptxas kept); with --turn, the opcodes of the
+hot path's ping-pong turn (lab/sass/schedule_metrics.py's hot path, from the turn barrier's sync
+to its arrive: the instructions that hold the other warpgroup's wgmma issue back).
+  python3 lab/sass/loop_registers.py [--turn] A.sass [B.sass ...]
 """
+import os
 import re
 import sys
-import os
+from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from inner_loop import inner_loop, parse  # noqa: E402
@@ -42,7 +45,23 @@ def budget(path):
     return len(s), len(o), len(p), rest, mx
 
 
+def turn_census(path):
+    """(turn length, Counter of opcodes) between the hot path's BAR.SYNC and the BAR.ARV after it."""
+    from schedule_metrics import hot_path  # noqa: E402 (lab/sass, beside this file)
+    ops = [re.sub(r"^@!?U?P\w+\s+", "", t) for _, t, _ in hot_path(inner_loop(parse(path)))]
+    s = next(i for i, o in enumerate(ops) if o.startswith("BAR.SYNC"))
+    a = next(i for i, o in enumerate(ops) if o.startswith("BAR.ARV") and i > s)
+    return a - s - 1, Counter(o.split()[0] for o in ops[s + 1:a])
+
+
 def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--turn":
+        for path in args[1:]:
+            n, c = turn_census(path)
+            print(f"{os.path.basename(os.path.dirname(path)) or path}/{os.path.basename(path)}: turn {n} "
+                  f"instructions: " + ", ".join(f"{k} {v}" for k, v in c.most_common()))
+        return 0
     for path in sys.argv[1:]:
         ns, no, np_, rest, mx = budget(path)
         print(f"{os.path.basename(path)}: S {ns} + O {no} + P {np_} registers owned by the wgmmas; "
