@@ -131,6 +131,11 @@ def main():
               f"samples {samp:.0f} ({100 * samp / max(samples[t], 1):.1f}% of the kernel's); stall_mio "
               f"{100 * mio / max(samp, 1):.1f}% of the loop's samples, {100 * mio_mufu / max(mio, 1):.0f}% of it on MUFU lines")
     loop_classes(kernels)
+    print("\nbarrier waits' re-tests (YIELD / SYNCS...TRYWAIT / NANOSLEEP lines, executed warp instructions):")
+    for t, k in kernels.items():
+        spin = sum(num(r.get("Instructions Executed", 0)) for r in k[2]
+                   if re.search(r"\bYIELD\b|TRYWAIT|NANOSLEEP", r.get("Source", "")))
+        print(f"  {t}: {spin:.0f} ({100 * spin / max(insts[t], 1):.1f}% of the kernel's executed instructions)")
     for t, k in kernels.items():
         print(f"\n{t}: top lines by samples (share %, address, SASS)")
         for r in sorted(k[2], key=lambda r: -num(r.get("# Samples", 0)))[:15]:
