@@ -4,29 +4,16 @@
 bits), and how many NANOSLEEP instructions each kernel has: a check that a change outside the
 consumers' loop (e.g. the producer's waits) left the loop ptxas scheduled alone.
   python3 lab/sass/loop_identity.py A.so B.so KERNEL...   (KERNEL = e4m3_block192, ...)
-cuobjdump: CUOBJDUMP, else the nvidia-cuda-cuobjdump wheel's in /tmp/cuobj (docs in lab/README.md).
+cuobjdump: as lab/sass/reuse_patch.py's (CUOBJDUMP, else the nvidia-cuda-cuobjdump wheel's in /tmp/cuobj).
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from inner_loop import inner_loop, parse  # noqa: E402
-
-CUOBJDUMP = os.environ.get("CUOBJDUMP", "/tmp/cuobj/x/nvidia/cu13/bin/cuobjdump")
-
-
-def listing(lib, kernel, tmp):
-    work = tempfile.mkdtemp(dir=tmp)
-    os.symlink(os.path.abspath(lib), os.path.join(work, "lib.so"))
-    subprocess.run([CUOBJDUMP, "-xelf", f"{kernel}.sm_90a.cubin", "lib.so"], cwd=work, check=True,
-                   capture_output=True)
-    out = os.path.join(work, "k.sass")
-    with open(out, "w") as f:
-        subprocess.run([CUOBJDUMP, "-sass", os.path.join(work, f"{kernel}.sm_90a.cubin")], stdout=f, check=True)
-    return out
+from reuse_patch import listing  # noqa: E402  (a kernel's cubin out of a library, and its listing)
 
 
 def main():
@@ -36,7 +23,7 @@ def main():
         for k in kernels:
             sig = []
             for lib in (a, b):
-                path = listing(lib, k, tmp)
+                path = listing(lib, tmp, f"{k}.sm_90a")[1]
                 body = inner_loop(parse(path))
                 sleeps = sum("NANOSLEEP" in line for line in open(path))
                 sig.append(((None, None) if body is None else

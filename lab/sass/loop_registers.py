@@ -46,12 +46,12 @@ def budget(path):
 
 
 def turn_census(path):
-    """(turn length, Counter of opcodes) between the hot path's BAR.SYNC and the BAR.ARV after it."""
-    from schedule_metrics import hot_path  # noqa: E402 (lab/sass, beside this file)
-    ops = [re.sub(r"^@!?U?P\w+\s+", "", t) for _, t, _ in hot_path(inner_loop(parse(path)))]
-    s = next(i for i, o in enumerate(ops) if o.startswith("BAR.SYNC"))
-    a = next(i for i, o in enumerate(ops) if o.startswith("BAR.ARV") and i > s)
-    return a - s - 1, Counter(o.split()[0] for o in ops[s + 1:a])
+    """(turn length, Counter of opcodes) of the hot path's turn, as schedule_metrics.metrics bounds it."""
+    from schedule_metrics import decode, hot_path, metrics  # noqa: E402 (lab/sass, beside this file)
+    body = inner_loop(parse(path))
+    m, _ = metrics(body)
+    ops = [decode(t)[0] for _, t, _ in hot_path(body)]
+    return m["turn_i"], Counter(ops[m["sync"] + 1:m["arv"]])
 
 
 def main():
