@@ -75,9 +75,11 @@ __device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragment
   static_assert(kAccRegs == 64 || (kAccRegs == 68 && Cfg::kFusedRowSum),
                 "m64n128 (O), or m64n136 (O and the row sums) for l from the tensor core");
   if constexpr (Cfg::kFP16P) {
+    using D = ptx::DescKMajor<128>;
+    const uint32_t dv0 = D::lo(v_addr);  // once: each k-step adds its offset / 16 (no carry)
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk) {
-      const uint64_t dv = ptx::make_desc_kmajor<128>(v_addr + (kk / 4) * Cfg::kV16HalfStride + (kk % 4) * 32);
+      const uint64_t dv = D::make(dv0 + ((kk / 4) * Cfg::kV16HalfStride + (kk % 4) * 32) / 16);
       const uint32_t a[4] = {pf.hi[4 * kk], pf.hi[4 * kk + 1], pf.hi[4 * kk + 2], pf.hi[4 * kk + 3]};
       ptx::wgmma_rs_f16(acc, a, dv, kAccumulate || kk > 0);
     }

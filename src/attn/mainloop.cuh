@@ -25,7 +25,7 @@ __device__ __forceinline__ void issue_first_qk(SharedStorage<Cfg>& sm, float (&s
                                                int other_turn) {
   constexpr int kThreadsPingPong = 2 * 128;
   using KV = KVCounter<Cfg::kStages>;
-  ptx::mbar_wait(&sm.k_full[KV::stage_of(it)], KV::phase_of(it));
+  ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_full[KV::stage_of(it)], KV::phase_of(it));
   ptx::named_barrier_sync(my_turn, kThreadsPingPong);
   ptx::wgmma_fence();
   issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it)]));
@@ -45,11 +45,11 @@ __device__ __forceinline__ void skip_masked_block(SharedStorage<Cfg>& sm, uint32
   using KV = KVCounter<Cfg::kStages>;
   const int stage = KV::stage_of(it_k);
   const uint32_t phase = KV::phase_of(it_k);
-  ptx::mbar_wait(&sm.k_full[stage], phase);
+  ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_full[stage], phase);
   ptx::named_barrier_sync(my_turn, kThreadsPingPong);
   ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
   release(&sm.k_empty[stage]);
-  ptx::mbar_wait(PVOperand<Cfg>::full(sm, stage), phase);
+  ptx::mbar_wait<Cfg::kSleepingWaits>(PVOperand<Cfg>::full(sm, stage), phase);
   release(PVOperand<Cfg>::empty(sm, stage));
   ++it_k;
 }
@@ -114,8 +114,8 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
 
   // Steady state: PV of block n+1, then QK^T of block n, in one turn.
   for (--n; n >= kr.n_lo; --n) {
-    ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
-    ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
+    ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
+    ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     issue_pv_blk();
     wait_pv_blk();
@@ -133,7 +133,7 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
   // Drain: PV of the first block. The epilogue's operands go to L1 now and into registers only
   // after the merge (beside O and O_blk, their 64 registers would not fit).
   EpilogueOperands::prefetch(p, tile);
-  ptx::mbar_wait(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
+  ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.v_full[KV::stage_of(it_k - 1)], KV::phase_of(it_k - 1));
   ptx::named_barrier_sync(my_turn, kThreadsPingPong);
   issue_pv_blk();
   ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
@@ -165,7 +165,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   PipelineState<2> sched;
   PipelineState<2> qs;  // Q buffer of the current tile (tiles with keys to visit only)
   for (;;) {
-    ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
+    ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.tile_full[sched.stage], sched.phase);
     const Tile tile = sm.tile[sched.stage];
     const int kv_head_published = Cfg::kTmaStoreO ? sm.tile_kv_head[sched.stage] : 0;
     ptx::mbar_arrive(&sm.tile_empty[sched.stage]);  // each thread after its own read of the slot
@@ -244,7 +244,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     PFragments<Cfg> pf;
 
     const uint32_t q_addr = ptx::smem_addr(sm.q[qs.stage]) + q_off;
-    ptx::mbar_wait(&sm.q_full[qs.stage], qs.phase);
+    ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.q_full[qs.stage], qs.phase);
     if constexpr (!Cfg::kIntraWgOverlap) {
       set_scales();
       key_blocks_serial<Cfg>(p, sm, tile, row0, kr, limit, block_scale, q_addr, it_k, qs, my_turn,
@@ -313,13 +313,13 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 
     // Steady state: QK^T of block n with PV of block n+1.
     for (--n; n >= kr.n_lo; --n) {
-      ptx::mbar_wait(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
+      ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
       ptx::named_barrier_sync(my_turn, kThreadsPingPong);
       fence_regs(pf);
       ptx::wgmma_fence();
       issue_qk(s, q_addr, ptx::smem_addr(sm.k[KV::stage_of(it_k)]));
       ptx::wgmma_commit();
-      ptx::mbar_wait(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
+      ptx::mbar_wait<Cfg::kSleepingWaits>(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
       acc.before_issue(alpha);
       ptx::wgmma_fence();
       acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)));
@@ -354,7 +354,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     // their registers are free) and arrive while the last P V runs.
     if constexpr (Cfg::kTmaStoreO) eo.load(p, tile, row0, kv_head);
     else eo.load(p, tile, row0);
-    ptx::mbar_wait(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
+    ptx::mbar_wait<Cfg::kSleepingWaits>(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     fence_regs(pf);
     acc.before_issue(alpha);

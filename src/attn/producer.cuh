@@ -23,7 +23,7 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
     const Tile tile = t < p.num_tiles ? TileScheduler::at(p, t) : Tile{-1, 0, 0};
     int kv_head_published = 0;
     if constexpr (Cfg::kTmaStoreO) kv_head_published = tile.head / p.q_per_kv;
-    ptx::mbar_wait(&sm.tile_empty[sched.stage], sched.phase ^ 1);
+    ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.tile_empty[sched.stage], sched.phase ^ 1);
     sm.tile[sched.stage] = tile;
     if constexpr (Cfg::kTmaStoreO) sm.tile_kv_head[sched.stage] = kv_head_published;
     ptx::mbar_arrive(&sm.tile_full[sched.stage]);
@@ -37,7 +37,7 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
     const int kv_head = Cfg::kTmaStoreO ? kv_head_published : tile.head / p.q_per_kv;
     // Q double buffer: the next tile's Q is requested as soon as this tile's K/V loads are
     // issued (a few blocks before its end), not when its last QK^T has completed.
-    ptx::mbar_wait(&sm.q_empty[qs.stage], qs.phase ^ 1);
+    ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.q_empty[qs.stage], qs.phase ^ 1);
     ptx::mbar_arrive_expect_tx(&sm.q_full[qs.stage], Cfg::kTileBytesQ);
     ptx::tma_load_4d(sm.q[qs.stage], &p.tma_q, &sm.q_full[qs.stage], 0, tile.head,
                      tile.m_block * Cfg::kBlockM, tile.batch);
@@ -46,11 +46,11 @@ __device__ __forceinline__ void producer(const KernelParams& p, SharedStorage<Cf
     // loop spilled the tile-level state (ring positions, tile id) to local memory.
 #pragma unroll 1
     for (int n = kr.n_hi - 1; n >= kr.n_lo; --n) {
-      ptx::mbar_wait(&sm.k_empty[kv.stage], kv.phase ^ 1);
+      ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.k_full[kv.stage], Cfg::kTileBytesK);
       ptx::tma_load_4d(sm.k[kv.stage], &p.tma_k, &sm.k_full[kv.stage], 0, kv_head,
                        n * Cfg::kBlockN, tile.batch);
-      ptx::mbar_wait(&sm.v_empty[kv.stage], kv.phase ^ 1);
+      ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.v_empty[kv.stage], kv.phase ^ 1);
       ptx::mbar_arrive_expect_tx(&sm.v_full[kv.stage], Cfg::kTileBytesV);
       if constexpr (Cfg::kVtF16) {
         // FP16 V^T: one box of [128 channels][64 keys] (128 bytes a row, the descriptor counts

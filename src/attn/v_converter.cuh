@@ -35,15 +35,15 @@ __device__ __forceinline__ void v_converter(const KernelParams& p, SharedStorage
   PipelineState<Cfg::kStages> kv;  // in step with the producer's K/V ring
   PipelineState<2> sched;
   for (;;) {
-    ptx::mbar_wait(&sm.tile_full[sched.stage], sched.phase);
+    ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.tile_full[sched.stage], sched.phase);
     const Tile tile = sm.tile[sched.stage];  // decoded by the producer
     ptx::mbar_arrive(&sm.tile_empty[sched.stage]);  // each thread after its own read of the slot
     sched.advance();
     if (tile.m_block < 0) break;  // the end
     const KeyRange kr = key_range<Cfg::kBlockM, Cfg::kBlockN>(p, tile.m_block);
     for (int n = kr.n_lo; n < kr.n_hi; ++n) {  // as many blocks as the producer loads
-      ptx::mbar_wait(&sm.v_full[kv.stage], kv.phase);
-      ptx::mbar_wait(&sm.v16_empty[kv.stage], kv.phase ^ 1);
+      ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.v_full[kv.stage], kv.phase);
+      ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.v16_empty[kv.stage], kv.phase ^ 1);
       const uint8_t* src = sm.v[kv.stage];
       uint8_t* dst = sm.v16[kv.stage];
 #pragma unroll 2

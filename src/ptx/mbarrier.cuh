@@ -27,15 +27,28 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-// Spins until the phase with the given parity has completed.
+// Waits until the phase with the given parity has completed. kSleep: a failed test suspends the
+// warp (try_wait's time-limit hint; the phase's completion wakes it) instead of re-testing at once,
+// which frees the issue slots a spinning warp takes from the warps that compute.
+template <bool kSleep = false>
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
+  if constexpr (kSleep) {
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(smem_addr(bar)),
+        "r"(parity), "n"(10000000)
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+  }
 }
 
 }  // namespace fp8attn::ptx
