@@ -91,7 +91,11 @@ SWEEP_SHAPES = [(b, sq, sk, h, hkv, c) for (b, sq, sk, h, hkv) in
                  (4, 4096, 4096, 16, 2), (1, 2048, 16384, 32, 8), (2, 8000, 8000, 32, 32)]
                 for c in (False, True)]
 
-SHAPE_SETS = {"short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
+# --shape-set sweeprest: the sweep's rows after its first 8 (4k, 16k, 16/2 GQA, sq 2k x sk 16k,
+# 8000), for an A/B whose first call covered `--shape-set sweep --shapes 8`.
+SWEEP_REST_SHAPES = SWEEP_SHAPES[8:]
+
+SHAPE_SETS = {"sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
               "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
 
 
