@@ -91,9 +91,10 @@ SWEEP_SHAPES = [(b, sq, sk, h, hkv, c) for (b, sq, sk, h, hkv) in
                  (4, 4096, 4096, 16, 2), (1, 2048, 16384, 32, 8), (2, 8000, 8000, 32, 32)]
                 for c in (False, True)]
 
-# --shape-set sweeprest: the sweep's rows after its first 8 (4k, 16k, 16/2 GQA, sq 2k x sk 16k,
-# 8000), for an A/B whose first call covered `--shape-set sweep --shapes 8`.
-SWEEP_REST_SHAPES = SWEEP_SHAPES[8:]
+# --shape-set sweeprest: the sweep's rows after its first 8, for an A/B whose first call covered
+# `--shape-set sweep --shapes 8`: sq 2k x sk 16k and the 4k rows (32/32, 16/2 GQA) first, then
+# 16k and 8000 (--shapes 6: sq 2k x sk 16k and the 4k rows, both masks).
+SWEEP_REST_SHAPES = sorted(SWEEP_SHAPES[8:], key=lambda r: (r[1] not in (2048, 4096), r[1], -r[4], r[5]))
 
 SHAPE_SETS = {"sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
               "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
