@@ -109,6 +109,19 @@ def parse_config(text):
     return {"tag": tag, "lib": lib, "mode": env.pop("MODE", "fp8attn"), "env": env}
 
 
+def same_bits(records, modes):
+    """Whether every configuration of one mode gave the same output on each shape's first input
+    set (the out_sha1 of its records): one line, naming the shapes where they differ."""
+    digests = {}
+    for r in records:
+        if "out_sha1" in r:
+            key = (modes[r["method"]], r["b"], r["sq"], r["sk"], r["h_kv"], r["causal"])
+            digests.setdefault(key, set()).add(r["out_sha1"])
+    differ = [k for k, v in digests.items() if len(v) > 1]
+    return ("output hashes: every configuration of a mode equal on every shape" if not differ
+            else f"output hashes DIFFER (mode, b, sq, sk, h_kv, causal): {differ}")
+
+
 def child(args, configs, fa3):
     """One library (every config shares it), the configs alternating per shape."""
     lib = fc.load(configs[0]["lib"])
@@ -207,6 +220,7 @@ def main():
                         "h_kv": key[4], "ratio_mean": statistics.fmean(rs), "ratios": rs})
         print(f"  b{key[1]:<2d} s{key[2]:<5d} sk {key[5]:<5d} h_kv {key[4]:<2d} causal={int(key[3])} {key[0]:14s} {statistics.fmean(rs):.4f} "
               f"[{', '.join(f'{x:.4f}' for x in rs)}]")
+    print(same_bits(records, {c["tag"]: c["mode"] for c in configs}))
     path = probe_doc.write(args.out, "lottery_ab.json", records, torch.cuda.get_device_name(),
                            builds=probe_doc.lib_commits({c["tag"]: c["lib"] for c in configs}))
     print(f"lottery_ab: wrote {path}")

@@ -44,7 +44,8 @@ Planted planted(uint32_t seed) {
     const int tok = static_cast<int>(rng() % s), c = static_cast<int>(rng() % 128);
     // Not the amax, and not a place planted already: a second plant there would flip its sign
     // while the first entry of ties still expects the first one (seed 2 does that).
-    if (std::fabs(p.v(0, tok, 0, c)) == kAmax || std::fabs(p.v(0, tok, 0, c)) == kTie) continue;
+    const float here = std::fabs(p.v(0, tok, 0, c));
+    if (here == kAmax || here == kTie) continue;
     p.v(0, tok, 0, c) = p.ties.size() % 2 ? -kTie : kTie;
     p.ties.push_back({tok, c});
   }
