@@ -313,6 +313,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
 
     // Steady state: QK^T of block n with PV of block n+1.
     for (--n; n >= kr.n_lo; --n) {
+      if constexpr (Cfg::kUniformRingCounter) it_k = __shfl_sync(0xffffffff, it_k, 0);
       ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
       ptx::named_barrier_sync(my_turn, kThreadsPingPong);
       fence_regs(pf);
