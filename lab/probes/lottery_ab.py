@@ -15,6 +15,12 @@ that a build whose bits differ from the release's shows (none should).
   python3 lab/probes/lottery_ab.py --config TAG=LIB[,ENV=VAL...][,MODE=fp8attn_exact] ... --out DIR [--rounds 2]
       [--peer fa3_fp8|fa3_bf16]
 Writes DIR/lottery_ab.json (command, commit, GPU, date, records) and prints a table.
+--data FILE (a capture pack's safetensors, q (1, s, hq, 128), k and v (1, s, hkv, 128), BF16): the
+inputs are that file's activations instead of Gaussian draws, the shape's sequence the file's
+tokens (--shape-set captured): query head i reads capture head (i + set) % hq, every KV head the
+capture's KV head i % hkv, each batch entry the same tokens. Real scores move the running max more
+often than Gaussian ones (lab/study-fastmode/rescale_count.py), which is what a change to the
+rescale shows on.
 MODE=fp8attn_accurate runs FP16 P on an FP16 V^T (V / v_descale of the same per-head inputs,
 fp8attn_calls.with_fp16_v); --peer fa3_bf16 pairs every configuration with FA3 in BF16 on the
 BF16 tensors the inputs were quantized from (the accurate mode's yardstick, issue 14).
@@ -96,8 +102,30 @@ SWEEP_SHAPES = [(b, sq, sk, h, hkv, c) for (b, sq, sk, h, hkv) in
 # 16k and 8000 (--shapes 6: sq 2k x sk 16k and the 4k rows, both masks).
 SWEEP_REST_SHAPES = sorted(SWEEP_SHAPES[8:], key=lambda r: (r[1] not in (2048, 4096), r[1], -r[4], r[5]))
 
-SHAPE_SETS = {"sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
+# --shape-set captured: rows of the capture's length (--data), both masks, MHA.
+CAPTURED_SHAPES = [(8, 2048, 2048, 32, 32, False), (8, 2048, 2048, 32, 32, True)]
+
+SHAPE_SETS = {"captured": CAPTURED_SHAPES, "sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
               "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
+
+
+def captured_inputs(shape: Shape, path: str, n_sets: int):
+    """kernel_ab.inputs' (qz, q, k, v) sets built from a capture file's activations (--data)."""
+    from safetensors.torch import load_file
+    t = load_file(path, device="cuda")
+    cq, ck, cv = t["q"][0], t["k"][0], t["v"][0]  # (s, h, 128)
+    if cq.shape[0] != shape.sq or ck.shape[0] != shape.sk:
+        raise SystemExit(f"lottery_ab: {path} holds {cq.shape[0]} tokens, the shape wants {shape.sq}")
+    hq, hkv = cq.shape[1], ck.shape[1]
+    sets = []
+    for i in range(n_sets):
+        qi = torch.tensor([(h + i) % hq for h in range(shape.h)], device="cuda")
+        ki = torch.tensor([h % hkv for h in range(shape.h_kv)], device="cuda")
+        q = cq[:, qi].unsqueeze(0).expand(shape.b, -1, -1, -1).contiguous()
+        k = ck[:, ki].unsqueeze(0).expand(shape.b, -1, -1, -1).contiguous()
+        v = cv[:, ki].unsqueeze(0).expand(shape.b, -1, -1, -1).contiguous()
+        sets.append((fc.quantize_per_head(q, k, v), q, k, v))
+    return sets
 
 
 def parse_config(text):
@@ -131,7 +159,8 @@ def child(args, configs, fa3):
     for row in sets[: args.shapes]:
         b, sq, sk, h, hkv, causal = row if len(row) == 6 else (row[0], row[1], *row[1:])
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
-        full = inputs(shape, args.seed, with_bf16=True)  # [(qz, q, k, v)]
+        full = (captured_inputs(shape, args.data, 2) if args.data
+                else inputs(shape, args.seed, with_bf16=True))  # [(qz, q, k, v)]
         sets = [f[0] for f in full]
         if args.peer == "fa3_bf16":
             theirs = methods.rotating([methods._fa3_bf16(fa3, q, k, v, causal) for _, q, k, v in full])
@@ -175,6 +204,7 @@ def main():
     ap.add_argument("--shape-set", choices=tuple(SHAPE_SETS), default="short")
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--peer", choices=("fa3_fp8", "fa3_bf16"), default="fa3_fp8")
+    ap.add_argument("--data", help="a capture file: its activations as the inputs (see the docstring)")
     ap.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--child-json", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -196,7 +226,7 @@ def main():
             js = out / f".lottery-{r}.json"
             cmd = [sys.executable, __file__, "--out", str(out), "--runs", str(args.runs),
                    "--seed", str(args.seed), "--round", str(r), "--shapes", str(args.shapes),
-                   "--shape-set", args.shape_set, "--peer", args.peer,
+                   "--shape-set", args.shape_set, "--peer", args.peer, *(["--data", args.data] if args.data else []),
                    "--child-json", str(js)]
             for c in args.config:
                 if parse_config(c)["lib"] == lib:

@@ -22,4 +22,5 @@ for c in "$@"; do
 done
 timeout "${LOT_TIMEOUT:-480}" python3 lab/probes/lottery_ab.py --out "$OUT" --rounds "${LOT_ROUNDS:-2}" \
   --shapes "${LOT_SHAPES:-6}" --shape-set "${LOT_SHAPE_SET:-short}" --peer "${LOT_PEER:-fa3_fp8}" \
+  ${LOT_DATA:+--data "$LOT_DATA"} \
   "${configs[@]}" 2>&1 | tee -a "$OUT/lottery.log"
