@@ -8,10 +8,13 @@ Part `rope` (not in the default parts): the BF16-in path with the rotary fused, 
 protocols: fp8attn_rope_quantize_pair (pre-rotary BF16 in, fp8attn_attention_rope) against
 fa3_bf16_rope_pair (fp8attn_rope_bf16 on Q and K, then FA3 BF16), and head to head with the plain
 fp8attn_end_to_end; its records join the others in res["speed"] (a `--speed-from` file's too).
+Part `captured` (not in the default parts): fp8attn against FA3 FP8 and the accurate mode against
+FA3 BF16 on the capture pack's own activations (bench/captured_speed.py), in res["speed_captured"].
 
   python3 bench/harness.py --lib .carry/libfp8attn.so --out "$OUT" --tests-json tests.json
   python3 bench/harness.py --only speed --quick ...       # parts of a session (repeat --only)
   python3 bench/harness.py --only rope ...                # the rotary-fused pairs alone
+  python3 bench/harness.py --only accuracy --only captured ...   # both need the capture pack
   python3 bench/harness.py --plan                         # the plan and its time estimate only
   python3 bench/harness.py --dry-run --out /tmp/h         # no GPU, no torch: numpy stand-ins
 FA3 comes from PyPI fa3-fwd==0.0.3 (module fa3_fwd_interface on PYTHONPATH); if it does not
@@ -259,7 +262,7 @@ def main() -> int:
     ap.add_argument("--captures", default=str(ROOT / ".carry" / "captures"),
                     help="folder of captured q/k/v safetensors (used if it exists)")
     ap.add_argument("--command", help="the command to record (default: this one)")
-    ap.add_argument("--only", action="append", choices=("speed", "rope", "accuracy", "prepass"),
+    ap.add_argument("--only", action="append", choices=("speed", "rope", "accuracy", "captured", "prepass"),
                     help="run only these parts (repeat; default: speed and accuracy)")
     ap.add_argument("--quick", action="store_true", help="speed at the seed row and 16 x 1k only")
     ap.add_argument("--runs", type=int, default=100, help="timed calls per method per pairing")
@@ -339,7 +342,8 @@ def main() -> int:
         res["speed_protocol"] = prev.get("speed_protocol", res["speed_protocol"])
         clocks["speed_call"] = prev.get("clocks", {})
         res["parts"] = sorted(set(parts) | set(prev.get("parts", [])))
-        for key, part in (("prepass", "prepass"), ("accuracy", "accuracy"), ("lse", "accuracy")):
+        for key, part in (("prepass", "prepass"), ("accuracy", "accuracy"), ("lse", "accuracy"),
+                          ("speed_captured", "captured")):
             if key in prev and part not in parts:  # the earlier call's, unless re-run here
                 res[key] = prev[key]
         notes.append(f"speed records (and the pre-pass and accuracy records of parts not run here) from "
@@ -356,6 +360,12 @@ def main() -> int:
     if "accuracy" in parts:
         res["accuracy"], res["lse"] = run_accuracy(args, backend, fa3, notes)
         clocks["after_accuracy"] = gpu_clocks()
+        write()
+    if "captured" in parts:
+        import captured_speed
+        log(f"captured: speed on the activations in {args.captures}")
+        res["speed_captured"] = captured_speed.run(args, backend, fa3, notes, log)
+        clocks["after_captured"] = gpu_clocks()
         write()
     if "prepass" in parts:
         if args.dry_run:

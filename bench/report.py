@@ -387,6 +387,11 @@ def write_markdown(path: Path, res: dict, pngs: list[Path]) -> None:
                   "the FP16 V^T); fp8attn_p_fp16: FP16 P on E4M3 V^T (the converter kernel).", ""]
         lines += modes_table(main, seed_of(res)) + [""]
         lines += accurate_verdict_lines(main, seed_of(res)) + [""]
+    if res.get("speed_captured"):
+        import captured_speed
+        lines += ["## Speed on captured activations (head to head, TFLOP/s)", "",
+                  captured_speed.__doc__.split("\n\n")[2].replace("\n", " "), ""]
+        lines += captured_speed.table(res["speed_captured"]) + [""]
     other = other_speed_table(res["speed"])
     if other:
         lines += ["## Other speed records", ""] + other + [""]

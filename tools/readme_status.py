@@ -48,6 +48,11 @@ def block(d: dict, rel: str, acc: tuple[dict, str] | None = None) -> list[str]:
                   "BF16-in call, fp8attn_p_fp16: FP16 P on E4M3 V^T):", ""]
         lines += report.modes_table(main, report.seed_of(d)) + [""]
         lines += report.accurate_verdict_lines(main, report.seed_of(d))
+    if d.get("speed_captured"):
+        import captured_speed
+        lines += ["", "Speed on captured activations (the capture pack's Q, K, V as MHA rows; "
+                  "bench/captured_speed.py), head to head, TFLOP/s:", ""]
+        lines += captured_speed.table(d["speed_captured"])
     src, where = (d, "") if acc is None else (
         acc[0], f" From `{acc[1]}` (commit {acc[0]['commit']}, {acc[0]['date']}), not this run.")
     if src.get("accuracy"):
