@@ -50,3 +50,17 @@ def lib(lib_module):
 
 def have_torch() -> bool:
     return importlib.util.find_spec("torch") is not None
+
+
+def dry_harness(out: Path, *extra: str, timeout: int = 900) -> tuple[dict, Path]:
+    """bench/harness.py --dry-run into `out` with a fresh seed and `extra` arguments: the results
+    dict and its JSON file (the run must succeed and write exactly one)."""
+    import json
+    import subprocess
+    import time
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "harness.py"), "--dry-run", "--out", str(out),
+                        "--seed", str(int(time.time_ns() % 2**31)), *extra],
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (js,) = Path(out).glob("*.json")
+    return json.loads(js.read_text()), js

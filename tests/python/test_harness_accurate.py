@@ -10,7 +10,6 @@ E4M3 instead must not (so a reference taken from the E4M3 inputs cannot pass). D
 fresh each run (seeded from the clock, printed)."""
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, dry_harness
 
 sys.path.insert(0, str(ROOT / "bench"))
 import accuracy  # noqa: E402  (torch optional)
@@ -40,12 +39,7 @@ def seed():
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("dry")
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "harness.py"), "--dry-run", "--out", str(out),
-                        "--seed", str(int(time.time_ns() % 2**31))],
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (js,) = out.glob("*.json")
-    return json.loads(js.read_text()), out
+    return dry_harness(out)[0], out
 
 
 def _speed(res, method, peer, row, causal):

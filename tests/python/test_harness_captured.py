@@ -6,7 +6,6 @@ keep an earlier call's records (--speed-from); the report and tools/readme_statu
 the table. The MHA tiling must give each query head the KV head its capture head reads."""
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, dry_harness
 
 sys.path.insert(0, str(ROOT / "bench"))
 import captured_speed as cs  # noqa: E402
@@ -31,12 +30,7 @@ def _usable_fixtures() -> list[str]:
 
 
 def _harness(out, *extra):
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "harness.py"), "--dry-run", "--out", str(out),
-                        "--seed", str(int(time.time_ns() % 2**31)), "--captures", str(FIXTURES), *extra],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (js,) = out.glob("*.json")
-    return json.loads(js.read_text()), js
+    return dry_harness(out, "--captures", str(FIXTURES), *extra, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, dry_harness
 
 sys.path.insert(0, str(ROOT / "bench"))
 import dry_backend as dry  # noqa: E402
@@ -28,12 +28,7 @@ FIELDS = {"method", "b", "sq", "sk", "h", "h_kv", "causal", "tflops_median", "ru
 
 
 def _harness(out, *extra):
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "harness.py"), "--dry-run", "--out", str(out),
-                        "--seed", str(int(time.time_ns() % 2**31)), *extra],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (js,) = out.glob("*.json")
-    return json.loads(js.read_text()), js
+    return dry_harness(out, *extra, timeout=600)
 
 
 @pytest.fixture(scope="module")
