@@ -39,11 +39,12 @@ def tile(x, heads: list, b: int):
     return np.ascontiguousarray(np.tile(y, (b, 1, 1, 1)))
 
 
-def mha_inputs(qkv, b: int = B, h: int = H):
-    """A capture's (q, k, v) as MHA tensors of h heads (see the module's docstring)."""
+def mha_inputs(qkv, b: int = B, h: int = H, shift: int = 0):
+    """A capture's (q, k, v) as MHA tensors of h heads (see the module's docstring); shift: query
+    head i reads capture head (i + shift) % hq (another input set of the same capture)."""
     q, k, v = qkv
     hq, hkv = q.shape[2], k.shape[2]
-    q_heads = [i % hq for i in range(h)]
+    q_heads = [(i + shift) % hq for i in range(h)]
     kv_heads = [qh // (hq // hkv) for qh in q_heads]
     return tile(q, q_heads, b), tile(k, kv_heads, b), tile(v, kv_heads, b)
 
@@ -73,19 +74,13 @@ def run(args, backend, fa3, notes, log) -> list:
             except Exception as e:
                 runners = {m: f"{type(e).__name__}: {e}" for m in names}
             for a, b in PAIRINGS:
-                try:
-                    got = speed.run_pairing(shape, a, b, "head_to_head", runners, None, args.runs,
-                                            args.block, {"data": name, "block": args.block})
-                except Exception as e:
-                    why = f"{type(e).__name__}: {str(e)[:300]}"
-                    got = [speed.failed_record(a, shape, f"head_to_head:{b}", why) | {"data": name},
-                           speed.failed_record(b, shape, f"head_to_head:{a}", why) | {"data": name}]
+                got = speed.run_pairing_or_failed(shape, a, b, "head_to_head", runners, None, args.runs,
+                                                  args.block, {"data": name, "block": args.block},
+                                                  failed_extra={"data": name})
                 recs += got
                 ra, rb = got
-                ratio = (f"{ra['tflops_median'] / rb['tflops_median']:.3f}"
-                         if ra["tflops_median"] and rb["tflops_median"] else "-")
                 log(f"captured {name} {shape.label():<34} {a} {report.fmt_tf(ra)} vs {b} "
-                    f"{report.fmt_tf(rb)}  ratio {ratio}")
+                    f"{report.fmt_tf(rb)}  ratio {speed.ratio_text(ra, rb)}")
             del runners
         del sets, q, k, v
         backend.release()
@@ -93,22 +88,23 @@ def run(args, backend, fa3, notes, log) -> list:
 
 
 def table(recs: list) -> list[str]:
-    """One line per (capture, mask): each pairing's two TFLOP/s and their ratio."""
-    idx = {(r["data"], r["causal"], r["method"], r["protocol"]): r for r in recs}
-    keys = list(dict.fromkeys((r["data"], r["causal"], r["b"], r["sq"], r["h"]) for r in recs))
+    """One line per (capture, mask): each pairing's two TFLOP/s and their ratio (report.pair, on
+    each capture's own records: every capture has the same shape)."""
     head = "| data | b x s, h | causal |"
     rule = "|---|---|---|"
     for a, b in PAIRINGS:
         head += f" {a} | {b} | {a} / {b} |"
         rule += "---:|---:|---:|"
     lines = [head, rule]
-    for data, causal, b_, s, h in keys:
-        cells = [data, f"{b_} x {s}, {h}/{h}", "yes" if causal else "no"]
-        for a, b in PAIRINGS:
-            ra = idx.get((data, causal, a, f"head_to_head:{b}"))
-            rb = idx.get((data, causal, b, f"head_to_head:{a}"))
-            ok = ra and rb and ra.get("tflops_median") and rb.get("tflops_median")
-            cells += [report.fmt_tf(ra) if ra else "-", report.fmt_tf(rb) if rb else "-",
-                      f"{ra['tflops_median'] / rb['tflops_median']:.3f}" if ok else "-"]
-        lines.append("| " + " | ".join(cells) + " |")
+    for data in dict.fromkeys(r["data"] for r in recs):
+        mine = [r for r in recs if r["data"] == data]
+        idx = report._index(mine)
+        for row in report.rows(mine):
+            (b_, s, _, h, _, _), causal = row
+            cells = [data, f"{b_} x {s}, {h}/{h}", "yes" if causal else "no"]
+            for a, b in PAIRINGS:
+                ra, rb, ratio = report.pair(idx, row, a, b)
+                cells += [report.fmt_tf(ra) if ra else "-", report.fmt_tf(rb) if rb else "-",
+                          f"{ratio:.3f}" if ratio else "-"]
+            lines.append("| " + " | ".join(cells) + " |")
     return lines

@@ -170,17 +170,11 @@ def run_speed(args, shapes, backend, fa3, notes, part: str = "speed") -> list:
             runners, gemm = {m: why for m in names}, None
         extra = {"input_sets": sweep.input_sets(shape), "block": args.block}
         for a, b, protocol in pairings(shape, part):
-            try:
-                got = speed.run_pairing(shape, a, b, protocol, runners, gemm, args.runs,
-                                        args.block, extra)
-            except Exception as e:
-                why = f"{type(e).__name__}: {str(e)[:300]}"
-                got = [speed.failed_record(a, shape, f"{protocol}:{b}", why),
-                       speed.failed_record(b, shape, f"{protocol}:{a}", why)]
+            got = speed.run_pairing_or_failed(shape, a, b, protocol, runners, gemm, args.runs,
+                                              args.block, extra)
             recs += got
             ra, rb = got
-            ratio = (f"{ra['tflops_median'] / rb['tflops_median']:.3f}"
-                     if ra["tflops_median"] and rb["tflops_median"] else "-")
+            ratio = speed.ratio_text(ra, rb)
             log(f"{part} {i + 1}/{len(shapes)} {shape.label():<34} {protocol:<12} "
                 f"{a} {report.fmt_tf(ra)} vs {b} {report.fmt_tf(rb)}  ratio {ratio}"
                 + (f"  FAILED: {ra.get('error') or rb.get('error')}" if ratio == "-" else ""))

@@ -147,3 +147,21 @@ def run_pairing(shape: Shape, a: str, b: str, protocol: str, runners: dict, gemm
     ta, tb = head_to_head(fa, fb, runs, block, before=gemm if protocol == "in_context" else None)
     return [record(a, shape, ta, f"{protocol}:{b}", **extra),
             record(b, shape, tb, f"{protocol}:{a}", **extra)]
+
+
+def run_pairing_or_failed(shape: Shape, a: str, b: str, protocol: str, runners: dict, gemm, runs: int,
+                          block: int, extra: dict, failed_extra: dict | None = None) -> list[dict]:
+    """run_pairing; an exception while timing gives both methods' failed records (with
+    failed_extra's fields), so that a sweep goes on and the failure is recorded."""
+    try:
+        return run_pairing(shape, a, b, protocol, runners, gemm, runs, block, extra)
+    except Exception as e:
+        why = f"{type(e).__name__}: {str(e)[:300]}"
+        return [failed_record(a, shape, f"{protocol}:{b}", why) | (failed_extra or {}),
+                failed_record(b, shape, f"{protocol}:{a}", why) | (failed_extra or {})]
+
+
+def ratio_text(ra: dict, rb: dict) -> str:
+    """a / b of a pairing's two records for a progress line, '-' where either failed."""
+    return (f"{ra['tflops_median'] / rb['tflops_median']:.3f}"
+            if ra["tflops_median"] and rb["tflops_median"] else "-")

@@ -17,8 +17,8 @@ that a build whose bits differ from the release's shows (none should).
 Writes DIR/lottery_ab.json (command, commit, GPU, date, records) and prints a table.
 --data FILE (a capture pack's safetensors, q (1, s, hq, 128), k and v (1, s, hkv, 128), BF16): the
 inputs are that file's activations instead of Gaussian draws, the shape's sequence the file's
-tokens (--shape-set captured): query head i reads capture head (i + set) % hq, every KV head the
-capture's KV head i % hkv, each batch entry the same tokens. Real scores move the running max more
+tokens (--shape-set captured), tiled to MHA as the harness's part `captured` does
+(bench/captured_speed.mha_inputs), the second input set with the query heads shifted by one. Real scores move the running max more
 often than Gaussian ones (lab/study-fastmode/rescale_count.py), which is what a change to the
 rescale shows on.
 MODE=fp8attn_accurate runs FP16 P on an FP16 V^T (V / v_descale of the same per-head inputs,
@@ -112,18 +112,14 @@ SHAPE_SETS = {"captured": CAPTURED_SHAPES, "sweeprest": SWEEP_REST_SHAPES, "shor
 def captured_inputs(shape: Shape, path: str, n_sets: int):
     """kernel_ab.inputs' (qz, q, k, v) sets built from a capture file's activations (--data)."""
     from safetensors.torch import load_file
+    import captured_speed
     t = load_file(path, device="cuda")
-    cq, ck, cv = t["q"][0], t["k"][0], t["v"][0]  # (s, h, 128)
-    if cq.shape[0] != shape.sq or ck.shape[0] != shape.sk:
-        raise SystemExit(f"lottery_ab: {path} holds {cq.shape[0]} tokens, the shape wants {shape.sq}")
-    hq, hkv = cq.shape[1], ck.shape[1]
+    qkv = (t["q"], t["k"], t["v"])  # (1, s, h, 128)
+    if qkv[0].shape[1] != shape.sq or qkv[1].shape[1] != shape.sk or shape.h != shape.h_kv:
+        raise SystemExit(f"lottery_ab: {path} holds {qkv[0].shape[1]} tokens; the shape wants {shape.sq}, MHA")
     sets = []
     for i in range(n_sets):
-        qi = torch.tensor([(h + i) % hq for h in range(shape.h)], device="cuda")
-        ki = torch.tensor([h % hkv for h in range(shape.h_kv)], device="cuda")
-        q = cq[:, qi].unsqueeze(0).expand(shape.b, -1, -1, -1).contiguous()
-        k = ck[:, ki].unsqueeze(0).expand(shape.b, -1, -1, -1).contiguous()
-        v = cv[:, ki].unsqueeze(0).expand(shape.b, -1, -1, -1).contiguous()
+        q, k, v = captured_speed.mha_inputs(qkv, shape.b, shape.h, shift=i)
         sets.append((fc.quantize_per_head(q, k, v), q, k, v))
     return sets
 
