@@ -215,6 +215,52 @@ TEST(Layouts, PaddedStridesAndBroadcastDescales) {
   EXPECT_TRUE(vm.ok) << vm.msg;
 }
 
+// ---- one V descale per head (vd_stride_d = 0), or none: the epilogue folds it into each row's
+// 1 / l, and zeroes rows with no visible key only in warps that hold one (attn/epilogue.cuh) ----
+
+class BroadcastVDescale : public ::testing::TestWithParam<std::tuple<Shape, bool>> {};
+
+TEST_P(BroadcastVDescale, AgainstFp64AndMirror) {
+  FP8ATTN_REQUIRE_SM90();
+  const auto& [s, none] = GetParam();
+  const uint64_t seed = test_seed(23);
+  std::printf("    %s %s seed %llu\n", s.name().c_str(), none ? "v_descale null" : "v_descale per head",
+              (unsigned long long)seed);
+  Problem prob = make_problem(s, seed);
+  // One value per (b, h_kv) (the first channel's), or 1 for a null v_descale; uploaded that way.
+  for (int b = 0; b < s.b; ++b)
+    for (int h = 0; h < s.h_kv; ++h)
+      for (int c = kD - 1; c >= 0; --c)
+        prob.v_descale[(b * s.h_kv + h) * kD + c] = none ? 1.f : prob.v_descale[(b * s.h_kv + h) * kD];
+  prob.finish();
+  DeviceRun run(prob);
+  fp8attn_fwd_params a = run.params();
+  a.vd_stride_d = 0;
+  if (none) a.v_descale = nullptr;
+  Output out;
+  ASSERT_TRUE(launch_and_download(run, a, out));
+  const Result ref = reference_f64(prob);
+  const Verdict v = check_against_reference(s, out, mirror_kernel(prob), ref);
+  EXPECT_TRUE(v.ok) << v.msg;
+  const Verdict vm = check_against_mirror(s, out, model_mirror(prob), ref);
+  EXPECT_TRUE(vm.ok) << vm.msg;
+}
+
+// Rows with no visible key (causal, sq > sk) beside full ones, with and without o_bias, in the
+// E4M3, exact-softmax and FP16 V^T kernels.
+INSTANTIATE_TEST_SUITE_P(
+    EpilogueFold, BroadcastVDescale,
+    ::testing::Combine(
+        ::testing::Values(Shape{2, 1000, 300, 4, 2, true, FP8ATTN_P_E4M3, true, false, true},
+                          Shape{2, 333, 555, 4, 2, false, FP8ATTN_P_E4M3, true, false, true},
+                          Shape{2, 1000, 300, 4, 2, true, FP8ATTN_P_E4M3_EXACT, false, false, true},
+                          Shape{2, 1000, 300, 4, 2, true, FP8ATTN_P_FP16, true, false, true, false, true},
+                          Shape{2, 333, 555, 4, 2, false, FP8ATTN_P_FP16, false, false, true, false, true}),
+        ::testing::Bool()),
+    [](const auto& info) {
+      return std::get<0>(info.param).name() + (std::get<1>(info.param) ? "_vd_null" : "_vd_head");
+    });
+
 // ---- the checks themselves must be able to fail ----------------------------------------------
 
 TEST(Checks, NaNNeverPasses) {
