@@ -6,7 +6,8 @@
 # lab/perf-log.md, twentieth session ("the folded epilogue, measured").
 #   bash lab/probes/ncu_fetch.sh rel=/tmp/lot/rel/libfp8attn.so fold=/tmp/lot/fold/libfp8attn.so
 # Writes $OUT/ncu-fetch.tar.gz (one CSV per TAG and shape); summarise here with
-# lab/tools/ncu_fetch_summary.py.
+# lab/tools/ncu_fetch_summary.py. SOURCE=1: the per-SASS-line stall samples instead (SourceCounters,
+# source page), for lab/tools/ncu_stall_reasons.py and lab/tools/ncu_fetch_summary.py --lines.
 set -u
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 [[ -x "$NCU" ]] || { echo "ncu not found"; exit 1; }
@@ -18,8 +19,13 @@ for spec in "$@"; do
   for shape in "${shapes[@]}"; do
     read -r b s h hkv c <<< "$shape"
     f="$OUT/fetch/$tag-b$b-s$s-c$c.csv"
+    if [[ -n ${SOURCE:-} ]]; then
+      what=(--section SourceCounters --page source --print-source sass)
+    else
+      what=(--section WarpStateStats --section SpeedOfLight --page raw)
+    fi
     timeout 200 "$NCU" --clock-control none --kernel-name-base demangled -k regex:'attention_fwd_kernel' \
-      --launch-skip 3 --launch-count 1 --section WarpStateStats --section SpeedOfLight --page raw --csv \
+      --launch-skip 3 --launch-count 1 "${what[@]}" --csv \
       python3 lab/probes/ncu_vs_fa3.py --lib "$lib" --method fp8attn \
       --b "$b" --s "$s" --h "$h" --hkv "$hkv" --causal "$c" > "$f" 2> "${f%.csv}.err"
     echo "== $tag b$b s$s c$c rc=$? $(wc -l < "$f") lines"

@@ -4,7 +4,13 @@ SpeedOfLight): per build and shape, the kernel's duration and its warps' stall c
 instruction by reason (smsp__average_warps_issue_stalled_*_per_issue_active), the reasons that
 differ most between the builds first.
   python3 lab/tools/ncu_fetch_summary.py ncu-fetch.tar.gz
+--lines (SOURCE=1 archives: the source page's per-SASS-line samples): per build, the kernel's
+samples, the share on once-per-tile lines (executed at most 1.5x as often as a store of O: the
+tile boundary, producer waits included), and for the stall reasons lg, long_sb, mio and barrier
+their samples by opcode.
+  python3 lab/tools/ncu_fetch_summary.py --lines ncu-fetch.tar.gz
 """
+import collections
 import csv
 import io
 import re
@@ -30,7 +36,49 @@ def rows(text):
     return out
 
 
+def source_lines(text):
+    """(address, SASS, samples, executions, {stall column: samples}) per line of a source page."""
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    recs = list(csv.reader(io.StringIO("\n".join(lines))))
+    hi = next(i for i, r in enumerate(recs) if "Source" in r)
+    head = recs[hi]
+    col = {h: i for i, h in enumerate(head)}
+    num = lambda r, k: float(r[col[k]].replace(",", "") or 0)  # noqa: E731
+    stalls = [h for h in head if h.startswith("stall_") and "Not Issued" not in h]
+    return [(r[col["Address"]], r[col["Source"]].strip(), num(r, "Warp Stall Sampling (All Samples)"),
+             num(r, "Instructions Executed"), {k: num(r, k) for k in stalls}) for r in recs[hi + 1:]]
+
+
+def opcode(sass):
+    parts = sass.split()
+    if not parts:
+        return ""
+    return parts[1] if parts[0].startswith("@") and len(parts) > 1 else parts[0]
+
+
+def lines_main(path):
+    print(f"# python3 lab/tools/ncu_fetch_summary.py --lines {path}")
+    with tarfile.open(path) as tf:
+        for m in sorted(tf.getmembers(), key=lambda m: m.name):
+            if not m.name.endswith(".csv"):
+                continue
+            rows = source_lines(tf.extractfile(m).read().decode(errors="replace"))
+            total = sum(s for _, _, s, _, _ in rows)
+            stores = [e for _, t, _, e, _ in rows if opcode(t).startswith("STG") and e > 0]
+            per_tile = sum(s for _, _, s, e, _ in rows if stores and 0 < e <= 1.5 * max(stores))
+            print(f"\n{m.name.split('/')[-1][:-4]}: {total:.0f} samples, {per_tile / total:.3f} on once-per-tile lines")
+            for k in ("stall_lg", "stall_long_sb", "stall_mio", "stall_barrier"):
+                by = collections.Counter()
+                for _, t, _, _, st in rows:
+                    by[opcode(t)] += st.get(k, 0)
+                top = ", ".join(f"{op} {v:.0f}" for op, v in by.most_common(5) if v)
+                print(f"  {k:14s} {sum(by.values()):7.0f}: {top}")
+    return 0
+
+
 def main():
+    if sys.argv[1] == "--lines":
+        return lines_main(sys.argv[2])
     data = {}
     with tarfile.open(sys.argv[1]) as tf:
         for m in tf.getmembers():
