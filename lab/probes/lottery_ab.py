@@ -102,10 +102,14 @@ SWEEP_SHAPES = [(b, sq, sk, h, hkv, c) for (b, sq, sk, h, hkv) in
 # 16k and 8000 (--shapes 6: sq 2k x sk 16k and the 4k rows, both masks).
 SWEEP_REST_SHAPES = sorted(SWEEP_SHAPES[8:], key=lambda r: (r[1] not in (2048, 4096), r[1], -r[4], r[5]))
 
+# --shape-set nc: the sweep's non-causal rows, shortest tiles first (a change to the non-causal
+# kernel's tile boundary: lab/perf-log.md, twentieth session).
+NC_SHAPES = sorted([r for r in SWEEP_SHAPES if not r[5]], key=lambda r: (r[2], -r[0], -r[4]))
+
 # --shape-set captured: rows of the capture's length (--data), both masks, MHA.
 CAPTURED_SHAPES = [(8, 2048, 2048, 32, 32, False), (8, 2048, 2048, 32, 32, True)]
 
-SHAPE_SETS = {"captured": CAPTURED_SHAPES, "sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
+SHAPE_SETS = {"nc": NC_SHAPES, "captured": CAPTURED_SHAPES, "sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
               "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
 
 
