@@ -12,6 +12,8 @@
 #                                         joined by '+', applied in order) applied
 #                                         in a temporary worktree, its library alone into CARRY
 #                                         (COMMIT names both)
+#   carry_bundle                          there: .carry/bundle.tar.xz's library and tests in .carry/
+#                                         (BUNDLE_LIB), LD_LIBRARY_PATH set
 #   carry_release CARRY [BUILD]           here: this tree's library alone (built in BUILD, default
 #                                         build-stage) into CARRY
 #   carry_begin ARCHIVE NAME LOG DIR...   there: unpack ARCHIVE (prints nothing), FA3, the header
@@ -62,6 +64,16 @@ carry_env() {
       ldconfig -p | grep -q "$(basename "$lib")" || LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
     done
   done
+}
+# there: a BUNDLE=1 stage's library and tests (scripts/stage_gpu.sh) unpacked into .carry/ when
+# not yet there, LD_LIBRARY_PATH pointing at it; BUNDLE_LIB names the library; OUT exported
+# (default /tmp/out)
+carry_bundle() {
+  export OUT=${OUT:-/tmp/out}
+  mkdir -p "$OUT"
+  [[ -f .carry/libfp8attn.so ]] || tar -xJf .carry/bundle.tar.xz -C .carry
+  BUNDLE_LIB=$PWD/.carry/libfp8attn.so
+  export LD_LIBRARY_PATH="$PWD/.carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 carry_tests() {
   local carry=$1 log=$2 spec t limit t0 rc

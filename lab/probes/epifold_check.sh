@@ -14,20 +14,12 @@
 # (o * v_descale) / l): the tests are the check.
 set -u
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export OUT
-CARRY=.carry
-[[ -f $CARRY/libfp8attn.so ]] || tar -xJf $CARRY/bundle.tar.xz -C $CARRY
-FOLD=$PWD/$CARRY/libfp8attn.so
-export LD_LIBRARY_PATH="$PWD/$CARRY${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for t in test_attention:200 test_nonfinite:60 test_vt_fp16:60 test_quant_attention:60 test_graphs:60; do
-  name=${t%%:*}
-  timeout -k 10 "${t##*:}" $CARRY/tests/$name > "/tmp/$name.log" 2>&1
-  echo "$name rc=$? $(grep -E '^\[  (PASSED|FAILED)  \]' "/tmp/$name.log" | tr '\n' ' ')"
-  { echo "===== $name"; cat "/tmp/$name.log"; } >> "$OUT/tests-full.log"
-done | tee "$OUT/tests.log"
-grep -h "BroadcastVDescale" /tmp/test_attention.log | grep -E "OK|FAILED" | head -12 >> "$OUT/tests.log"
 source lab/probes/carry.sh
+carry_bundle
+FOLD=$BUNDLE_LIB
+CARRY=.carry
+carry_tests $CARRY "$OUT/tests-full.log" test_attention:200 test_nonfinite:60 test_vt_fp16:60 test_quant_attention:60 test_graphs:60 | tee "$OUT/tests.log"
+grep -h "BroadcastVDescale" /tmp/test_attention.log | grep -E "OK|FAILED" | head -12 >> "$OUT/tests.log"
 carry_lot rel=rel /tmp/lot-header.log > /dev/null
 cat /tmp/lot-header.log >> "$OUT/tests-full.log"  # (only 8 files come back)
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}

@@ -13,21 +13,18 @@
 #      (where the slack changes little: the no-regression check).
 set -u
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export OUT
+source lab/probes/carry.sh
+carry_bundle
 CARRY=.carry
-[[ -f $CARRY/libfp8attn.so ]] || tar -xJf $CARRY/bundle.tar.xz -C $CARRY
-export LD_LIBRARY_PATH="$PWD/$CARRY${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # test_attention: the FP16 P shapes (their names end in fp16...) and the checks of the checks.
 for t in test_attention test_vt_fp16 test_quant_attention test_nonfinite; do
   filter=; [[ $t == test_attention ]] && filter='--gtest_filter=*fp16*:*Fp16*:Checks.*'
   timeout -k 10 150 $CARRY/tests/$t $filter > "$OUT/$t.log" 2>&1
   echo "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) \]' "$OUT/$t.log" | tr '\n' ' ')"
 done | tee "$OUT/tests.log"
-source lab/probes/carry.sh
 carry_lot rel=rel "$OUT/slack.log" > /dev/null
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-S8=$PWD/$CARRY/libfp8attn.so
+S8=$BUNDLE_LIB
 for f in $CARRY/capq/*.safetensors; do
   n=$(basename "$f" .safetensors)
   timeout 150 python3 lab/probes/lottery_ab.py --out "$OUT/$n" --rounds 2 --shapes 2 --shape-set captured \

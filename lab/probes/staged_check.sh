@@ -12,18 +12,11 @@
 # Output hashes must equal rel's (the same arithmetic; only the stores changed).
 set -u
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export OUT
+source lab/probes/carry.sh
+carry_bundle
+STAGED=$BUNDLE_LIB
 CARRY=.carry
-[[ -f $CARRY/libfp8attn.so ]] || tar -xJf $CARRY/bundle.tar.xz -C $CARRY
-STAGED=$PWD/$CARRY/libfp8attn.so
-export LD_LIBRARY_PATH="$PWD/$CARRY${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for t in test_attention:200 test_nonfinite:60 test_graphs:60 test_attention_args:60 test_validation:60; do
-  name=${t%%:*}
-  timeout -k 10 "${t##*:}" $CARRY/tests/$name > "/tmp/$name.log" 2>&1
-  echo "$name rc=$? $(grep -E '^\[  (PASSED|FAILED)  \]' "/tmp/$name.log" | tr '\n' ' ')"
-  { echo "===== $name"; cat "/tmp/$name.log"; } >> "$OUT/tests-full.log"
-done | tee "$OUT/tests.log"
+carry_tests $CARRY "$OUT/tests-full.log" test_attention:200 test_nonfinite:60 test_graphs:60 test_attention_args:60 test_validation:60 | tee "$OUT/tests.log"
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck synccheck; do
   timeout 120 "$SAN" --tool "$tool" $CARRY/tests/test_sanitize_targets --gtest_filter=Sanitize.DefaultFull \
@@ -31,7 +24,6 @@ for tool in memcheck racecheck synccheck; do
   echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san-$tool.log" | tr '\n' ' ')"
   { echo "===== $tool"; cat "/tmp/san-$tool.log"; } >> "$OUT/tests-full.log"
 done | tee -a "$OUT/tests.log"
-source lab/probes/carry.sh
 carry_lot rel=rel /tmp/lot-header.log > /dev/null
 cat /tmp/lot-header.log >> "$OUT/tests-full.log"  # (only 8 files come back)
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
