@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The device tool sends the working tree (tracked files included) with every call, 64 MiB in all
 # with the carried archives. The largest tracked files no GPU call reads (the numerics study's
-# raw JSON, the fast-mode studies, one ncu CSV, the older full runs' results files) are moved
+# raw JSON, the fast-mode studies, one ncu CSV, the older full runs' results files, the run logs
+# and the docs' images) are moved
 # out of the tree before a call that carries several archives, and back after it (before any
 # git add).
 #   bash lab/probes/aside.sh out    (then the device call)
@@ -15,8 +16,11 @@ FILES=(results/fastmode-study-2.json results/fastmode-study.json results/numeric
 # The older full runs' results files too (the README and the docs cite them; no GPU call reads
 # them): every results/<date>-h200-*.json but the newest.
 mapfile -t RUNS < <(ls results/20??-??-??-h200-*.json 2>/dev/null | grep -v -- '-rope.json$' | sort | head -n -1)
+# And the run logs and the docs' images (no GPU call reads them either): with six library
+# archives and FA3 the tree otherwise passed the limit (twentieth session).
+mapfile -t LOGS < <(git ls-files results/logs docs/img 2>/dev/null)
 case "${1:-}" in
-  out) for f in "${FILES[@]}" "${RUNS[@]}"; do
+  out) for f in "${FILES[@]}" "${RUNS[@]}" "${LOGS[@]}"; do
          if [[ -f "$f" ]]; then mkdir -p "$STORE/$(dirname "$f")"; mv "$f" "$STORE/$f"; fi
        done ;;
   in) if [[ -d "$STORE" ]]; then
