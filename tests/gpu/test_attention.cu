@@ -215,8 +215,9 @@ TEST(Layouts, PaddedStridesAndBroadcastDescales) {
   EXPECT_TRUE(vm.ok) << vm.msg;
 }
 
-// ---- one V descale per head (vd_stride_d = 0), or none: the epilogue folds it into each row's
-// 1 / l, and zeroes rows with no visible key only in warps that hold one (attn/epilogue.cuh) ----
+// ---- one V descale per head (vd_stride_d = 0), or none: the epilogue's broadcast path
+// (EpilogueOperands::vd_bcast in attn/epilogue.cuh), here beside rows that see no key (their O
+// must be 0, not o_bias) and o_bias; the layouts test above has neither ------------------------
 
 class BroadcastVDescale : public ::testing::TestWithParam<std::tuple<Shape, bool>> {};
 
@@ -249,7 +250,7 @@ TEST_P(BroadcastVDescale, AgainstFp64AndMirror) {
 // Rows with no visible key (causal, sq > sk) beside full ones, with and without o_bias, in the
 // E4M3, exact-softmax and FP16 V^T kernels.
 INSTANTIATE_TEST_SUITE_P(
-    EpilogueFold, BroadcastVDescale,
+    EmptyRowsAndBiases, BroadcastVDescale,
     ::testing::Combine(
         ::testing::Values(Shape{2, 1000, 300, 4, 2, true, FP8ATTN_P_E4M3, true, false, true},
                           Shape{2, 333, 555, 4, 2, false, FP8ATTN_P_E4M3, true, false, true},
