@@ -13,9 +13,13 @@ their samples by opcode.
 import collections
 import csv
 import io
+import os
 import re
 import sys
 import tarfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncu_stall_reasons  # noqa: E402  (the source page's parsing)
 
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 
@@ -37,16 +41,13 @@ def rows(text):
 
 
 def source_lines(text):
-    """(address, SASS, samples, executions, {stall column: samples}) per line of a source page."""
-    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    recs = list(csv.reader(io.StringIO("\n".join(lines))))
-    hi = next(i for i, r in enumerate(recs) if "Source" in r)
-    head = recs[hi]
-    col = {h: i for i, h in enumerate(head)}
-    num = lambda r, k: float(r[col[k]].replace(",", "") or 0)  # noqa: E731
+    """(SASS, samples, executions, {stall column: samples}) per line of a source page's busiest
+    kernel (lab/tools/ncu_stall_reasons.py's parsing)."""
+    _, head, recs = ncu_stall_reasons.busiest(ncu_stall_reasons.sections_of_text(text))
     stalls = [h for h in head if h.startswith("stall_") and "Not Issued" not in h]
-    return [(r[col["Address"]], r[col["Source"]].strip(), num(r, "Warp Stall Sampling (All Samples)"),
-             num(r, "Instructions Executed"), {k: num(r, k) for k in stalls}) for r in recs[hi + 1:]]
+    num = ncu_stall_reasons.num
+    return [(r.get("Source", "").strip(), num(r.get("Warp Stall Sampling (All Samples)", 0)),
+             num(r.get("Instructions Executed", 0)), {k: num(r.get(k, 0)) for k in stalls}) for r in recs]
 
 
 def opcode(sass):
@@ -63,13 +64,13 @@ def lines_main(path):
             if not m.name.endswith(".csv"):
                 continue
             rows = source_lines(tf.extractfile(m).read().decode(errors="replace"))
-            total = sum(s for _, _, s, _, _ in rows)
-            stores = [e for _, t, _, e, _ in rows if opcode(t).startswith("STG") and e > 0]
-            per_tile = sum(s for _, _, s, e, _ in rows if stores and 0 < e <= 1.5 * max(stores))
+            total = sum(s for _, s, _, _ in rows)
+            stores = [e for t, _, e, _ in rows if opcode(t).startswith("STG") and e > 0]
+            per_tile = sum(s for _, s, e, _ in rows if stores and 0 < e <= 1.5 * max(stores))
             print(f"\n{m.name.split('/')[-1][:-4]}: {total:.0f} samples, {per_tile / total:.3f} on once-per-tile lines")
             for k in ("stall_lg", "stall_long_sb", "stall_mio", "stall_barrier"):
                 by = collections.Counter()
-                for _, t, _, _, st in rows:
+                for t, _, _, st in rows:
                     by[opcode(t)] += st.get(k, 0)
                 top = ", ".join(f"{op} {v:.0f}" for op, v in by.most_common(5) if v)
                 print(f"  {k:14s} {sum(by.values()):7.0f}: {top}")

@@ -18,8 +18,13 @@ from pathlib import Path
 
 def sections(path):
     """(kernel name, header, rows) per "Kernel Name" block of a source-page CSV."""
+    return sections_of_text(Path(path).read_text(errors="replace"))
+
+
+def sections_of_text(text):
+    """sections() of a source page's text (e.g. read out of an archive)."""
     out, cur = [], None
-    for line in Path(path).read_text(errors="replace").splitlines():
+    for line in text.splitlines():
         if not line.startswith('"'):
             continue
         row = next(csv.reader(io.StringIO(line)))
@@ -42,8 +47,12 @@ def num(x):
 
 def kernel_of(path):
     """The block with the most samples (the attention kernel when one launch was profiled)."""
-    best = max(sections(path), key=lambda s: sum(num(r.get("# Samples", 0)) for r in s[2]))
-    return best
+    return busiest(sections(path))
+
+
+def busiest(secs):
+    """Of sections(), the block with the most samples."""
+    return max(secs, key=lambda s: sum(num(r.get("# Samples", 0)) for r in s[2]))
 
 
 def loop_span(rows):
