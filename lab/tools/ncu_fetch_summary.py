@@ -9,6 +9,9 @@ samples, the share on once-per-tile lines (executed at most 1.5x as often as a s
 tile boundary, producer waits included), and for the stall reasons lg, long_sb, mio and barrier
 their samples by opcode.
   python3 lab/tools/ncu_fetch_summary.py --lines ncu-fetch.tar.gz
+When the CSVs hold MemoryWorkloadAnalysis too (lab/probes/waves_ncu.sh), the memory metrics of
+MEMORY (L2 hit rate, its tag, sector and data-bank throughputs, the crossbar, DRAM, the SM clock)
+follow each shape's stall table.
 """
 import collections
 import csv
@@ -21,6 +24,14 @@ import tarfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_stall_reasons  # noqa: E402  (the source page's parsing)
 
+MEMORY = ("gpc__cycles_elapsed.avg.per_second", "lts__t_sector_hit_rate.pct",
+          "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+          "lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",
+          "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+          "lts__d_sectors.avg.pct_of_peak_sustained_elapsed",
+          "l1tex__m_xbar2l1tex_read_sectors.avg.pct_of_peak_sustained_elapsed",
+          "l1tex__m_l1tex2xbar_req_cycles_active.avg.pct_of_peak_sustained_elapsed",
+          "dram__bytes.sum.per_second")
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 
 
@@ -99,6 +110,10 @@ def main():
         spread = lambda r: max(v or 0 for v in vals[r]) - min(v or 0 for v in vals[r])  # noqa: E731
         for r in sorted(reasons, key=spread, reverse=True):
             print(f"  {r:34s}" + "".join(f"{v:>14.3f}" if v is not None else f"{'-':>14s}" for v in vals[r]))
+        for m in MEMORY:
+            if any(m in data[c] for c in cols):
+                print(f"  {m[:34]:34s}" + "".join(f"{data[c][m]:>14.4g}" if m in data[c] else f"{'-':>14s}"
+                                                  for c in cols))
     return 0
 
 
