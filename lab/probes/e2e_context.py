@@ -15,7 +15,6 @@ usage: python3 lab/probes/e2e_context.py LIB OUT.json [COMMIT_FILE]
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -25,6 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "lab" / "probes"))
 import fp8attn_calls as fc  # noqa: E402
 import speed  # noqa: E402
+from e2e_split import probe_args, random_qkv  # noqa: E402
 
 SHAPES = [(16, 1024, 32, 32, True), (16, 1024, 32, 32, False), (2, 8192, 32, 32, True)]
 RUNS = 100
@@ -73,17 +73,9 @@ def ablations(lib, pp, causal):
 
 
 def main():
-    lib = fc.load(sys.argv[1])
-    out_path = Path(sys.argv[2])
-    commit = Path(sys.argv[3]).read_text().strip() if len(sys.argv) > 3 else "unknown"
-    res = {"commit": commit, "gpu": torch.cuda.get_device_name(), "runs": RUNS,
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "command": "python3 " + " ".join(sys.argv), "rows": []}
-    torch.manual_seed(0)
+    lib, out_path, res = probe_args(RUNS)
     for b, s, h, h_kv, causal in SHAPES:
-        q = torch.randn(b, s, h, 128, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
+        q, k, v = random_qkv(b, s, h, h_kv)
         e2e = fc.end_to_end_runner(lib, q, k, v, causal)
         pp = fc.prepass(lib, q, k, v)
         pre = pp.requantize

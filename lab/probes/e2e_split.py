@@ -88,20 +88,33 @@ def kernel_trace(fn, other, n=10):
             for k, v in rows.items()}
 
 
-def main():
+def probe_args(runs):
+    """LIB OUT.json [COMMIT_FILE] from argv: (the library, the output path, the results dict's
+    header: commit, GPU, runs, date, command, an empty rows list). Seeds torch (the inputs of
+    every probe that shares this are the same draws)."""
     lib = fc.load(sys.argv[1])
-    out_path = Path(sys.argv[2])
     commit = Path(sys.argv[3]).read_text().strip() if len(sys.argv) > 3 else "unknown"
-    fa3 = methods.load_fa3()
-    res = {"commit": commit, "gpu": torch.cuda.get_device_name(), "runs": RUNS,
+    res = {"commit": commit, "gpu": torch.cuda.get_device_name(), "runs": runs,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "command": "python3 " + " ".join(sys.argv), "fa3": None if not isinstance(fa3, str) else fa3,
-           "rows": []}
+           "command": "python3 " + " ".join(sys.argv), "rows": []}
     torch.manual_seed(0)
+    return lib, Path(sys.argv[2]), res
+
+
+def random_qkv(b, s, h, h_kv):
+    """Gaussian BF16 q (b, s, h, 128), k and v (b, s, h_kv, 128) on the GPU."""
+    q = torch.randn(b, s, h, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
+    return q, k, v
+
+
+def main():
+    lib, out_path, res = probe_args(RUNS)
+    fa3 = methods.load_fa3()
+    res["fa3"] = None if not isinstance(fa3, str) else fa3
     for b, s, h, h_kv, causal in SHAPES:
-        q = torch.randn(b, s, h, 128, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
+        q, k, v = random_qkv(b, s, h, h_kv)
         run = {"e2e": fc.end_to_end_runner(lib, q, k, v, causal)}
         pp = fc.prepass(lib, q, k, v)
         run["pre"] = pp.requantize

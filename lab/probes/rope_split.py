@@ -19,7 +19,6 @@ usage: python3 lab/probes/rope_split.py LIB OUT.json [COMMIT_FILE]
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -29,25 +28,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "lab" / "probes"))
 import fp8attn_calls as fc  # noqa: E402
 import speed  # noqa: E402
-from e2e_split import kernel_trace  # noqa: E402
+from e2e_split import kernel_trace, probe_args, random_qkv  # noqa: E402
 
 SHAPES = [(1, 16384, 32, 32), (2, 8192, 32, 8), (2, 8192, 32, 32), (16, 1024, 32, 32)]
 RUNS = 100
 
 
 def main():
-    lib = fc.load(sys.argv[1])
-    out_path = Path(sys.argv[2])
-    commit = Path(sys.argv[3]).read_text().strip() if len(sys.argv) > 3 else "unknown"
-    res = {"commit": commit, "gpu": torch.cuda.get_device_name(), "runs": RUNS,
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "command": "python3 " + " ".join(sys.argv), "rows": []}
-    torch.manual_seed(0)
+    lib, out_path, res = probe_args(RUNS)
     cos, sin = fc.rope_tables(16384)
     for b, s, h, h_kv in SHAPES:
-        q = torch.randn(b, s, h, 128, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, s, h_kv, 128, device="cuda", dtype=torch.bfloat16)
+        q, k, v = random_qkv(b, s, h, h_kv)
         src = torch.cat([q.flatten(), k.flatten(), v.flatten()])
         dst = torch.empty_like(src)
         q2, k2 = q.clone(), k.clone()
