@@ -8,7 +8,7 @@
 #   WAVES_LIB: another library for the fp8attn rows (e.g. /tmp/vtlib/vt/libfp8attn.so, unpacked
 #   from .carry/lot-vt.tar.xz by lab/probes/vt128_check.sh; WAVES_LIB_ARCHIVE=.carry/lot-vt.tar.xz
 #   unpacks it here: WAVES_LIB=/tmp/waveslib/vt/libfp8attn.so); WAVES_METHODS (default "fp8attn
-#   fa3_fp8"); WAVES_TAG: a prefix for the CSV names (e.g. vt-).
+#   fa3_fp8"); WAVES_TAG: a prefix for the CSV names (e.g. vt_: the summary groups by what follows the first "-").
 # Writes $OUT/waves-ncu.tar.gz (one CSV per method and sq); summarise with
 # lab/tools/ncu_fetch_summary.py.
 set -u
