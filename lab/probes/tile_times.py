@@ -53,20 +53,16 @@ def one(lib, b, sq, sk, h, hkv, path):
 
 
 def summary(a):
-    a = a.tolist()  # plain ints (JSON)
-    start = np.array([r[0][0] for r in a]); end = np.array([r[0][1] for r in a])
-    sm = np.array([r[0][2] for r in a])  # warpgroup 0
-    t_lo = min(min(r[0][0], r[1][0]) for r in a)
-    t_hi = max(max(r[0][1], r[1][1]) for r in a)
-    t0 = t_lo
-    span = int(t_hi - t0)
-    dur = end - start
+    """a: (tiles, 2 warpgroups, 3) of {start ns, end ns, SM}; the statistics of warpgroup 0's tiles."""
+    rows = a.tolist()  # plain ints (JSON)
+    t0 = min(min(r[0][0], r[1][0]) for r in rows)
+    span = max(max(r[0][1], r[1][1]) for r in rows) - t0
     per_sm = {}
-    for s, d, e in zip(map(int, sm.tolist()), map(int, dur.tolist()), map(int, end.tolist())):
-        r = per_sm.setdefault(s, {"n": 0, "sum": 0, "last_end": 0})
+    for (start, end, sm), _ in rows:
+        r = per_sm.setdefault(sm, {"n": 0, "sum": 0, "last_end": 0})
         r["n"] += 1
-        r["sum"] += d
-        r["last_end"] = max(r["last_end"], e - t0)
+        r["sum"] += end - start
+        r["last_end"] = max(r["last_end"], end - t0)
     means = {s: r["sum"] / r["n"] for s, r in per_sm.items()}
     vals = sorted(means.values())
     med = statistics.median(vals)
@@ -76,8 +72,8 @@ def summary(a):
     by_block = {blk: statistics.mean([m for s, m in means.items() if s // 16 == blk])
                 for blk in sorted({s // 16 for s in means})}
     counts = [r["n"] for r in per_sm.values()]
-    ideal = max(r["n"] for r in per_sm.values()) * med
-    return {"tiles": int(len(dur)), "sms": len(per_sm), "span_ns": span,  # noqa: E501
+    ideal = max(counts) * med
+    return {"tiles": len(rows), "sms": len(per_sm), "span_ns": span,
             "tile_ns_median": med, "tile_ns_min": vals[0], "tile_ns_max": vals[-1],
             "tile_ns_p10": vals[len(vals) // 10], "tile_ns_p90": vals[(9 * len(vals)) // 10],
             "tiles_per_sm": [min(counts), max(counts)],
