@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""A copy of a library whose register-epilogue E4M3 kernel (e4m3_block192) holds its ping-pong turn
+CYCLES cycles longer: the stall counts (bits 41-44 of the high word) of the instructions just before
+the key loop's turn-ending BAR.ARV raised (each to at most 11 or 13, the largest values ptxas itself writes), nothing else changed (a longer stall
+never breaks a dependency). A test of whether the turn's length, which sets how far apart the two
+consumer warpgroups' softmax phases run, is what separates the kernel's fast and slow operating
+points (lab/perf-log.md, twenty-second session: every slower build since the uniform counter had
+a shorter turn in schedule_metrics.py's turn_c, 331-352 cycles against the release's 373).
+  python3 lab/sass/turn_pad.py LIB OUT_LIB CYCLES
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from inner_loop import inner_loop, parse  # noqa: E402
+from nop_patch import KERNEL, kernel_section  # noqa: E402  (today's mangled Config, reuse_patch's helpers)
+from reuse_patch import cubin_offset, listing, text_offset  # noqa: E402
+from schedule_metrics import hot_path  # noqa: E402
+
+
+# Plain ALU instructions, whose stall field takes any value (a QGMMA's did not: nvdisasm refused
+# the listing).
+PADDABLE = {"FMUL", "FADD", "FFMA", "IMAD", "MOV", "VIADD", "IADD3", "LOP3", "ISETP", "FSETP", "SEL",
+            "FSEL", "SHF", "LEA"}
+
+
+def turn_end(sass_path):
+    """The hot path's instructions from its first BAR.SYNC to the BAR.ARV after it (exclusive)."""
+    tmp = sass_path + ".kernel"
+    open(tmp, "w").write(kernel_section(sass_path))
+    hot = hot_path(inner_loop(parse(tmp)))
+    ops = [t.split()[0] for _, t, _ in hot]
+    sync = next(i for i, o in enumerate(ops) if o.startswith("BAR.SYNC"))
+    arv = next(i for i, o in enumerate(ops) if o.startswith("BAR.ARV") and i > sync)
+    return hot[sync + 1:arv]
+
+
+def main():
+    lib, out_lib, cycles = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    tmp = tempfile.mkdtemp()
+    cub, sass = listing(lib, tmp)
+    blob = bytearray(open(lib, "rb").read())
+    base = cubin_offset(blob, cub) + text_offset(cub, KERNEL[:40])
+    left, patched = cycles, []
+    for addr, text, _ in reversed(turn_end(sass)):
+        if left == 0:
+            break
+        if text.lstrip("@!P0123456789 ").split()[0].split(".")[0] not in PADDABLE:
+            continue  # QGMMA and the like: their encodings refuse other stall values
+        off = base + addr + 8
+        hi, = struct.unpack_from("<Q", blob, off)
+        stall = (hi >> 41) & 0xF
+        # The stall field's largest values in ptxas's own listings: 11 beside the yield bit (45),
+        # 13 without it; 15 with it set made nvdisasm refuse the encoding.
+        add = max(0, min((11 if (hi >> 45) & 1 else 13) - stall, left))
+        if add:
+            struct.pack_into("<Q", blob, off, (hi & ~(0xF << 41)) | ((stall + add) << 41))
+            patched.append((hex(addr), text.split()[0], stall, stall + add))
+            left -= add
+    if left:
+        sys.exit(f"only {cycles - left} of {cycles} cycles fit before the turn's BAR.ARV")
+    open(out_lib, "wb").write(blob)
+    os.chmod(out_lib, 0o755)
+    _, sass2 = listing(out_lib, tmp)
+    a, b = parse(sass), parse(sass2)
+    diff = [(x, y) for x, y in zip(a, b) if x != y]
+    ok = len(a) == len(b) and all(x[0] == y[0] and x[1] == y[1] and (x[2] ^ y[2]) & ~(0xF << 41) == 0
+                                  for x, y in diff)
+    print(f"{out_lib}: +{cycles} stall cycles in the turn, {patched}; the listing differs in "
+          f"{len(diff)} instructions, {'only in bits 41-44' if ok else 'BEYOND bits 41-44'}")
+    subprocess.run(["rm", "-rf", tmp])
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
