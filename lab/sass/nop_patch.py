@@ -16,7 +16,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from inner_loop import inner_loop, parse  # noqa: E402
 import reuse_patch  # noqa: E402
-from reuse_patch import cubin_offset, listing, text_offset  # noqa: E402
+from reuse_patch import cubin_offset, listing, text_offset, write_and_relist  # noqa: E402
 
 # The register-epilogue E4M3 kernel's Config as mangled today (reuse_patch.KERNEL is the name
 # before the first-block template parameters were added).
@@ -55,11 +55,7 @@ def main():
         hi, = struct.unpack_from("<Q", blob, base + addr + 8)
         struct.pack_into("<Q", blob, base + addr, NOP_LO)
         struct.pack_into("<Q", blob, base + addr + 8, hi & ~((1 << 41) - 1))  # control bits kept
-    open(out_lib, "wb").write(blob)
-    os.chmod(out_lib, 0o755)
-    _, sass2 = listing(out_lib, tmp)
-    a, b = parse(sass), parse(sass2)
-    diff = [(x, y) for x, y in zip(a, b) if x != y]
+    a, b, diff = write_and_relist(blob, out_lib, tmp, sass)
     ok = len(a) == len(b) and {x[0] for x, _ in diff} == set(addrs) and all(y[1].startswith("NOP") for _, y in diff)
     print(f"{out_lib}: {len(addrs)} instructions made NOP at {[hex(x) for x in addrs]}; "
           f"the listing differs in {len(diff)} instructions, {'only there' if ok else 'ELSEWHERE TOO'}")

@@ -103,6 +103,16 @@ def targets(sass_path, mode):
     return out, len(exp)
 
 
+def write_and_relist(blob, out_lib, tmp, sass):
+    """Write the patched library, list its cubin again: (original's instructions, the copy's,
+    the pairs that differ), for each patch tool's check."""
+    open(out_lib, "wb").write(blob)
+    os.chmod(out_lib, 0o755)
+    _, sass2 = listing(out_lib, tmp)
+    a, b = parse(sass), parse(sass2)
+    return a, b, [(x, y) for x, y in zip(a, b) if x != y]
+
+
 def main():
     lib, out_lib, mode = sys.argv[1:4]
     if mode not in ("clear", "clear_swap", "set"):
@@ -121,11 +131,7 @@ def main():
             new = (new & ~(1 << 45)) | (b45 << 45)
         changed += new != hi
         struct.pack_into("<Q", blob, off, new)
-    open(out_lib, "wb").write(blob)
-    os.chmod(out_lib, 0o755)
-    _, sass2 = listing(out_lib, tmp)
-    a, b = parse(sass), parse(sass2)
-    diff = [(x, y) for x, y in zip(a, b) if x != y]
+    a, b, diff = write_and_relist(blob, out_lib, tmp, sass)
     ok = len(a) == len(b) and all(
         x[0] == y[0] and x[1].replace(".reuse", "") == y[1].replace(".reuse", "")
         and (x[2] ^ y[2]) & ~(0x7 << 58 | 1 << 45) == 0 for x, y in diff)

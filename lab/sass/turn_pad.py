@@ -17,7 +17,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from inner_loop import inner_loop, parse  # noqa: E402
 from nop_patch import KERNEL, kernel_section  # noqa: E402  (today's mangled Config, reuse_patch's helpers)
-from reuse_patch import cubin_offset, listing, text_offset  # noqa: E402
+from reuse_patch import cubin_offset, listing, text_offset, write_and_relist  # noqa: E402
 from schedule_metrics import hot_path  # noqa: E402
 
 
@@ -62,11 +62,7 @@ def main():
             left -= add
     if left:
         sys.exit(f"only {cycles - left} of {cycles} cycles fit before the turn's BAR.ARV")
-    open(out_lib, "wb").write(blob)
-    os.chmod(out_lib, 0o755)
-    _, sass2 = listing(out_lib, tmp)
-    a, b = parse(sass), parse(sass2)
-    diff = [(x, y) for x, y in zip(a, b) if x != y]
+    a, b, diff = write_and_relist(blob, out_lib, tmp, sass)
     ok = len(a) == len(b) and all(x[0] == y[0] and x[1] == y[1] and (x[2] ^ y[2]) & ~(0xF << 41) == 0
                                   for x, y in diff)
     print(f"{out_lib}: +{cycles} stall cycles in the turn, {patched}; the listing differs in "
