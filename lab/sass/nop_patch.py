@@ -15,14 +15,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from inner_loop import inner_loop, parse  # noqa: E402
-import reuse_patch  # noqa: E402
-from reuse_patch import cubin_offset, listing, text_offset, write_and_relist  # noqa: E402
-
-# The register-epilogue E4M3 kernel's Config as mangled today (reuse_patch.KERNEL is the name
-# before the first-block template parameters were added).
-KERNEL = "ELi192ELi2ELb1ELi0ELNS0_6VtTypeE0ELb0ELNS0_10FirstBlockE2ELb0ELb0EEEEEvNS0_12KernelParamsE"
-reuse_patch.KERNEL = KERNEL
-kernel_section = reuse_patch.kernel_section
+from reuse_patch import (KERNEL, cubin_offset, kernel_section, listing, text_offset,  # noqa: E402
+                         write_and_relist)
 
 NOP_LO = 0x0000000000007918  # NOP's low word (any listing's NOP)
 

@@ -29,7 +29,10 @@ from schedule_metrics import decode, hot_path  # noqa: E402
 
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "/tmp/cuobj/x/nvidia/cu13/bin/cuobjdump")
 CUBIN = "e4m3_block192.sm_90a"
-KERNEL = "ELi192ELi2ELb1ELi0ELNS0_6VtTypeE0ELb0EEEEEvNS0_12KernelParamsE"  # the long-tile E4M3 Config
+# The register-epilogue E4M3 kernel's Config as mangled since the first-block template parameters
+# (before them: "ELi192ELi2ELb1ELi0ELNS0_6VtTypeE0ELb0EEEEEvNS0_12KernelParamsE", for libraries of
+# the first sessions).
+KERNEL = "ELi192ELi2ELb1ELi0ELNS0_6VtTypeE0ELb0ELNS0_10FirstBlockE2ELb0ELb0EEEEEvNS0_12KernelParamsE"
 
 
 def listing(lib, tmp, cubin=CUBIN):

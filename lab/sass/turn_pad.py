@@ -18,8 +18,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from inner_loop import inner_loop, parse  # noqa: E402
-from nop_patch import KERNEL, kernel_section  # noqa: E402  (today's mangled Config, reuse_patch's helpers)
-from reuse_patch import cubin_offset, listing, text_offset, write_and_relist  # noqa: E402
+from reuse_patch import (KERNEL, cubin_offset, kernel_section, listing, text_offset,  # noqa: E402
+                         write_and_relist)
 from schedule_metrics import hot_path  # noqa: E402
 
 
