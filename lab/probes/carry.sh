@@ -5,6 +5,10 @@
 #                                         the machine lacks
 #   carry_tests CARRY LOG NAME:LIMIT...   there: each test binary under its time limit, its totals
 #                                         and failed tests echoed, its whole log appended to LOG
+#   carry_sanitize CARRY LOG              there: memcheck, racecheck and synccheck of CARRY's
+#                                         test_sanitize_targets on Sanitize.DefaultFull (the default
+#                                         kernel at a persistent shape), each summary echoed, its
+#                                         log appended to LOG
 #   carry_header CARRY, carry_fa3         there: the log's first lines; FA3 from .whl/ into /tmp/site
 #   carry_unpack ARCHIVE NAME             there: a tar.xz of several builds into a fresh /tmp/NAME
 #                                         (printed)
@@ -86,6 +90,16 @@ carry_tests() {
     # The totals and each failed test (its seed and messages are in the log).
     grep -E "^\[  PASSED  \] [0-9]+ test|^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]" "/tmp/$t.log" | head -12
     { echo "===== $t exit $rc"; cat "/tmp/$t.log"; } >> "$log"
+  done
+}
+carry_sanitize() {
+  local carry=$1 log=$2 tool san
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck synccheck; do
+    timeout 120 "$san" --tool "$tool" "$carry/tests/test_sanitize_targets" \
+      --gtest_filter=Sanitize.DefaultFull > "/tmp/san-$tool.log" 2>&1
+    echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san-$tool.log" | tr '\n' ' ')"
+    { echo "===== $tool"; cat "/tmp/san-$tool.log"; } >> "$log"
   done
 }
 # there: the commit of the carried build, the tree's, the date and the GPU's clocks

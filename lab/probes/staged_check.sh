@@ -17,13 +17,7 @@ carry_bundle
 STAGED=$BUNDLE_LIB
 CARRY=.carry
 carry_tests $CARRY "$OUT/tests-full.log" test_attention:200 test_nonfinite:60 test_graphs:60 test_attention_args:60 test_validation:60 | tee "$OUT/tests.log"
-SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for tool in memcheck racecheck synccheck; do
-  timeout 120 "$SAN" --tool "$tool" $CARRY/tests/test_sanitize_targets --gtest_filter=Sanitize.DefaultFull \
-    > "/tmp/san-$tool.log" 2>&1
-  echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san-$tool.log" | tr '\n' ' ')"
-  { echo "===== $tool"; cat "/tmp/san-$tool.log"; } >> "$OUT/tests-full.log"
-done | tee -a "$OUT/tests.log"
+carry_sanitize $CARRY "$OUT/tests-full.log" | tee -a "$OUT/tests.log"
 carry_lot rel=rel /tmp/lot-header.log > /dev/null
 cat /tmp/lot-header.log >> "$OUT/tests-full.log"  # (only 8 files come back)
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}

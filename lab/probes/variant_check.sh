@@ -26,13 +26,7 @@ carry_env "$PWD/.carry"
  ldd .carry/tests/test_attention | grep fp8attn
  carry_tests .carry "$OUT/var-tests.log" ${VAR_TESTS:-test_attention:200 test_nonfinite:60 test_graphs:60}
  if [[ -n "${VAR_SANITIZE:-}" ]]; then
-   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-   for tool in memcheck racecheck synccheck; do
-     timeout 120 "$SAN" --tool "$tool" .carry/tests/test_sanitize_targets \
-       --gtest_filter=Sanitize.DefaultFull > "/tmp/san-$tool.log" 2>&1
-     echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san-$tool.log" | tr '\n' ' ')"
-     { echo "===== $tool"; cat "/tmp/san-$tool.log"; } >> "$OUT/var-tests.log"
-   done
+   carry_sanitize .carry "$OUT/var-tests.log"
  fi
 )
 for spec in ${VAR_EXACT_SETS:-}; do
