@@ -25,9 +25,8 @@ printf '# tag\tsass\tprovenance\tjson\tvariant\tbase\tinvert\tgroup\nbase\tbase.
 python3 "$root/lab/sass/schedule_metrics.py" --builds "$tmp/builds.tsv" --sass-dir "$tmp" 2>&1 |
   grep -A2 "tag  n_loop"
 cd "$root/lab/sass" && python3 -c "
-import re, sys
 from inner_loop import inner_loop, parse
-sig = lambda b: ([re.sub(r'0x[0-9a-f]+', 'X', t) for _, t, _ in b], [h for _, _, h in b])
+from loop_identity import loop_signature as sig
 a, b = (inner_loop(parse('$tmp/%s.sass' % t)) for t in ('base', 'patched'))
 print('key loop', 'identical' if sig(a) == sig(b) else 'DIFFERENT', '(%d / %d instructions)' % (len(a), len(b)))
 "

@@ -16,6 +16,11 @@ from inner_loop import inner_loop, parse  # noqa: E402
 from reuse_patch import listing  # noqa: E402  (a kernel's cubin out of a library, and its listing)
 
 
+def loop_signature(body):
+    """A key loop's identity: its instruction texts with addresses masked, and its control words."""
+    return [re.sub(r"0x[0-9a-f]+", "X", t) for _, t, _ in body], [h for _, _, h in body]
+
+
 def main():
     a, b, kernels = sys.argv[1], sys.argv[2], sys.argv[3:]
     print(f"# lab/sass/loop_identity.py {a} {b} {' '.join(kernels)}")
@@ -26,9 +31,7 @@ def main():
                 path = listing(lib, tmp, f"{k}.sm_90a")[1]
                 body = inner_loop(parse(path))
                 sleeps = sum("NANOSLEEP" in line for line in open(path))
-                sig.append(((None, None) if body is None else
-                            ([re.sub(r"0x[0-9a-f]+", "X", t) for _, t, _ in body], [h for _, _, h in body]),
-                            sleeps))
+                sig.append(((None, None) if body is None else loop_signature(body), sleeps))
             (la, sa), (lb, sb) = sig
             same = la[0] is not None and la == lb
             n = len(la[0]) if la[0] else 0

@@ -11,12 +11,9 @@ import os
 import struct
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inner_loop import inner_loop, parse  # noqa: E402
-from reuse_patch import (KERNEL, cubin_offset, kernel_section, listing, text_offset,  # noqa: E402
-                         write_and_relist)
+from reuse_patch import kernel_loop, open_kernel, write_and_relist  # noqa: E402
 
 NOP_LO = 0x0000000000007918  # NOP's low word (any listing's NOP)
 
@@ -24,9 +21,7 @@ NOP_LO = 0x0000000000007918  # NOP's low word (any listing's NOP)
 def regions(sass_path):
     """Addresses of the loop's BSSY/BSYNC pairs after its first BSSY: each BSSY Bn and the next
     BSYNC Bn after it, with no other use of Bn between them."""
-    tmp = sass_path + ".kernel"
-    open(tmp, "w").write(kernel_section(sass_path))
-    loop = [(a, t) for a, t, _ in inner_loop(parse(tmp))]
+    loop = [(a, t) for a, t, _ in kernel_loop(sass_path)]
     starts = [i for i, (_, t) in enumerate(loop) if t.startswith("BSSY")]
     out = []
     for i in starts[1:]:
@@ -40,10 +35,7 @@ def regions(sass_path):
 
 def main():
     lib, out_lib = sys.argv[1:3]
-    tmp = tempfile.mkdtemp()
-    cub, sass = listing(lib, tmp)
-    blob = bytearray(open(lib, "rb").read())
-    base = cubin_offset(blob, cub) + text_offset(cub, KERNEL[:40])
+    tmp, sass, blob, base = open_kernel(lib)
     addrs = regions(sass)
     for addr in addrs:
         hi, = struct.unpack_from("<Q", blob, base + addr + 8)

@@ -78,11 +78,25 @@ def kernel_section(sass_path):
     return part[0]
 
 
-def targets(sass_path, mode):
-    """{address: new reuse bits} for the exp FFMAs of the kernel's hot path."""
+def kernel_loop(sass_path):
+    """The kernel's key loop (inner_loop.py's) out of the cubin's listing."""
     tmp = sass_path + ".kernel"
     open(tmp, "w").write(kernel_section(sass_path))
-    hot = hot_path(inner_loop(parse(tmp)))
+    return inner_loop(parse(tmp))
+
+
+def open_kernel(lib):
+    """(a temporary folder, the kernel's cubin listing, LIB's bytes, the offset of the kernel's
+    .text in them): what each patch tool starts from."""
+    tmp = tempfile.mkdtemp()
+    cub, sass = listing(lib, tmp)
+    blob = bytearray(open(lib, "rb").read())
+    return tmp, sass, blob, cubin_offset(blob, cub) + text_offset(cub, KERNEL[:40])
+
+
+def targets(sass_path, mode):
+    """{address: new reuse bits} for the exp FFMAs of the kernel's hot path."""
+    hot = hot_path(kernel_loop(sass_path))
     dec = [decode(t) for _, t, _ in hot]
     exp = set()
     for p, (op, _, _, srcs) in enumerate(dec):
@@ -120,10 +134,7 @@ def main():
     lib, out_lib, mode = sys.argv[1:4]
     if mode not in ("clear", "clear_swap", "set"):
         sys.exit("mode: clear, clear_swap or set")
-    tmp = tempfile.mkdtemp()
-    cub, sass = listing(lib, tmp)
-    blob = bytearray(open(lib, "rb").read())
-    base = cubin_offset(blob, cub) + text_offset(cub, KERNEL[:40])
+    tmp, sass, blob, base = open_kernel(lib)
     patch, n_exp = targets(sass, mode)
     changed = 0
     for addr, (bits, b45) in patch.items():

@@ -14,12 +14,9 @@ import os
 import struct
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inner_loop import inner_loop, parse  # noqa: E402
-from reuse_patch import (KERNEL, cubin_offset, kernel_section, listing, text_offset,  # noqa: E402
-                         write_and_relist)
+from reuse_patch import kernel_loop, open_kernel, write_and_relist  # noqa: E402
 from schedule_metrics import hot_path  # noqa: E402
 
 
@@ -32,9 +29,7 @@ PADDABLE = {"FMUL", "FADD", "FFMA", "FMNMX", "IMAD", "MOV", "VIADD", "IADD3", "L
 def turn_end(sass_path, after=False):
     """The hot path's instructions from its first BAR.SYNC to the BAR.ARV after it (exclusive),
     last first; after: those from that BAR.ARV on (exclusive), first first."""
-    tmp = sass_path + ".kernel"
-    open(tmp, "w").write(kernel_section(sass_path))
-    hot = hot_path(inner_loop(parse(tmp)))
+    hot = hot_path(kernel_loop(sass_path))
     ops = [t.split()[0] for _, t, _ in hot]
     sync = next(i for i, o in enumerate(ops) if o.startswith("BAR.SYNC"))
     arv = next(i for i, o in enumerate(ops) if o.startswith("BAR.ARV") and i > sync)
@@ -44,10 +39,7 @@ def turn_end(sass_path, after=False):
 def main():
     lib, out_lib, cycles = sys.argv[1], sys.argv[2], int(sys.argv[3])
     after = "--after" in sys.argv[4:]
-    tmp = tempfile.mkdtemp()
-    cub, sass = listing(lib, tmp)
-    blob = bytearray(open(lib, "rb").read())
-    base = cubin_offset(blob, cub) + text_offset(cub, KERNEL[:40])
+    tmp, sass, blob, base = open_kernel(lib)
     left, patched = cycles, []
     for addr, text, _ in turn_end(sass, after):
         if left == 0:
