@@ -11,7 +11,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 src=$(cd "$1" && pwd) kernel=${2:-e4m3_block192}
 CUOBJDUMP=${CUOBJDUMP:-/tmp/cuobj/x/nvidia/cu13/bin/cuobjdump}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$tmp"' EXIT
+[[ -n ${KEEP:-} ]] && echo "kept: $tmp"
 build() {  # SRC TAG
   nvcc -I"$root/include" -I"$1" -O3 -DNDEBUG -Xcompiler=-fPIC -gencode=arch=compute_90a,code=sm_90a \
     --expt-relaxed-constexpr -Xptxas=-v,-warn-spills -std=c++20 -x cu -c \

@@ -1,0 +1,117 @@
+"""Lab probe (GPU; the library of lab/variants/wg1-delay.patch + phase-trace.patch): the phase
+offset between the two consumer warpgroups' ping-pong, block by block, and the speed it goes
+with (lab/perf-log.md, twenty-third session: the offset a tile starts with persists through the
+tile and sets the speed).
+
+For each shape and each FP8ATTN_LAB_WG1_DELAY value (ns; negative: warpgroup 0 delayed), one
+traced launch records, per (tile, warpgroup), the SM's clock64 when each steady-state block's S
+is ready (after the QK^T wait). Per block j of a tile: the period T_j (warpgroup 0's S to its next
+S) and the offset d_j (warpgroup 1's S of block j minus warpgroup 0's), printed as the phase
+d_j / T_j (0.5: the two warpgroups half a period apart). The same process times the untraced
+call (CUDA events, median of 60) for each delay, so phase and speed are read side by side.
+
+usage: python3 lab/probes/phase_trace.py LIB OUT.json [DELAY ...]   (default delays: 0)
+"""
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import fp8attn_calls as fc  # noqa: E402
+
+SHAPES = [(2, 8192, 8192, 32, 32), (8, 2048, 2048, 32, 32), (16, 1024, 1024, 32, 32)]
+SLOTS = 64
+
+
+def quantiles(xs, qs=(0.1, 0.25, 0.5, 0.75, 0.9)):
+    if not xs:
+        return {}
+    s = sorted(xs)
+    return {str(q): s[min(len(s) - 1, int(q * len(s)))] for q in qs}
+
+
+def phases(a):
+    """a: (tiles, 2, SLOTS) int64. Per block position: periods and phases over all tiles."""
+    per_pos, periods, tile_cycles = {}, [], []
+    for t in a:
+        w0, w1 = t[0, 2:], t[1, 2:]
+        n = int(min(np.count_nonzero(w0), np.count_nonzero(w1)))
+        if n < 3:
+            continue
+        tile_cycles.append(int(w0[n - 1] - w0[0]))
+        for j in range(n - 1):
+            T = int(w0[j + 1] - w0[j])
+            d = int(w1[j] - w0[j])
+            if T <= 0:
+                continue
+            periods.append(T)
+            pos = "first" if j == 0 else ("second" if j == 1 else ("last" if j == n - 2 else "middle"))
+            per_pos.setdefault(pos, []).append(d / T)
+    out = {"period_cycles": quantiles(periods), "tile_loop_cycles": quantiles(tile_cycles)}
+    for pos, xs in per_pos.items():
+        out["phase_" + pos] = quantiles(xs)
+        hist, _ = np.histogram(np.clip(xs, -0.5, 1.5), bins=8, range=(-0.5, 1.5))
+        out["phase_" + pos + "_hist_-0.5..1.5_by_0.25"] = hist.tolist()
+    return out
+
+
+def time_ms(run, n=60):
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+    for s, e in ev:
+        s.record()
+        run()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in ev)
+
+
+def main():
+    lib = fc.load(sys.argv[1])
+    delays = [int(x) for x in sys.argv[3:]] or [0]
+    out = {"command": "python3 " + " ".join(sys.argv), "gpu": torch.cuda.get_device_name(),
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "shapes": []}
+    path = os.path.join(tempfile.mkdtemp(), "phase.bin")
+    for b, sq, sk, h, hkv in SHAPES:
+        torch.manual_seed(0)
+        q = torch.randn(b, sq, h, 128, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, sk, hkv, 128, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, sk, hkv, 128, device="cuda", dtype=torch.bfloat16)
+        qz = fc.quantize_per_head(q, k, v)
+        run = fc.kernel_runner(lib, qz, False, "fp8attn")
+        flops = 4 * b * h * sq * sk * 128
+        for d in delays:
+            os.environ["FP8ATTN_LAB_WG1_DELAY"] = str(d)
+            for _ in range(20):
+                run()
+            ms = time_ms(run)
+            for _ in range(5):
+                run()
+            os.environ["FP8ATTN_LAB_PHASE_TRACE"] = path
+            run()
+            os.environ.pop("FP8ATTN_LAB_PHASE_TRACE")
+            a = np.fromfile(path, dtype=np.uint64).reshape(-1, 2, SLOTS).astype(np.int64)
+            rec = {"b": b, "sq": sq, "sk": sk, "h": h, "h_kv": hkv, "delay_ns": d, "ms": ms,
+                   "tflops": flops / ms / 1e9, **phases(a)}
+            out["shapes"].append(rec)
+            ph = {k[6:]: round(v.get("0.5", float("nan")), 3) for k, v in rec.items()
+                  if k.startswith("phase_") and "hist" not in k}
+            print(f"b{b} s{sq} delay {d:5d}: {rec['tflops']:.1f} TFLOP/s, period median "
+                  f"{rec['period_cycles'].get('0.5')} cycles, phase medians {ph}", flush=True)
+            for k2 in sorted(rec):
+                if k2.endswith("_hist_-0.5..1.5_by_0.25"):
+                    print(f"    {k2[6:-23]:7s} phase histogram (-0.5..1.5 by 0.25): {rec[k2]}")
+        os.environ.pop("FP8ATTN_LAB_WG1_DELAY", None)
+    Path(sys.argv[2]).write_text(json.dumps(out, indent=1))
+    print("wrote", sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()
