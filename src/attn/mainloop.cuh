@@ -325,7 +325,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       ptx::wgmma_fence();
       acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)));
       ptx::wgmma_commit();
-      ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+      if constexpr (!Cfg::kTurnAfterMax) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
 
       ptx::wgmma_wait<1>();  // S ready, PV still running
       fence_regs(s);
@@ -335,6 +335,9 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       // the exp half is one copy of code after the branch (the SASS that was measured).
       if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
       else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      // Config::kTurnAfterMax: the turn handed over here, after the maxima (the other
+      // warpgroup's next issue waits for them), which holds the two warpgroups half a period apart.
+      if constexpr (Cfg::kTurnAfterMax) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
       softmax.step_exp(s, scale);
 
       ptx::wgmma_wait<0>();  // O_{n+1} ready
