@@ -60,7 +60,8 @@ using KernelFP16VtBlock128 =
 using KernelFP16VtBlock192RowSum =
     Config<PPrecision::kFP16, false, 192, 2, /*kTcRowSum=*/true, /*kPolyExpEvery=*/0, VtType::kFP16,
            /*kTmaStoreO=*/true, FirstBlock::kTrim, /*kFusedRowSum=*/true>;
-static_assert(!KernelFP16VtBlock192RowSum::kTurnAfterMax, "Config::kTurnAfterMax: measured slower in the accurate mode");
+static_assert(!KernelFP16VtBlock192RowSum::kTurnAfterMax,
+              "Config::kTurnAfterMax: measured slower in the accurate mode");
 
 extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                           const LaunchOptions&, cudaStream_t);
