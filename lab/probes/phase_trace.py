@@ -9,6 +9,9 @@ is ready (after the QK^T wait). Per block j of a tile: the period T_j (warpgroup
 S) and the offset d_j (warpgroup 1's S of block j minus warpgroup 0's), printed as the phase
 d_j / T_j (0.5: the two warpgroups half a period apart). The same process times the untraced
 call (CUDA events, median of 60) for each delay, so phase and speed are read side by side.
+The tile's start is stamped too (slot 1): per warpgroup, over consecutive tiles of one SM, the
+tile's cycles split into head (start to the first steady-state S), loop and tail (the last S to
+the next tile's start), and the SM clock the call ran at (the busiest SM's tiles over its time).
 
 usage: python3 lab/probes/phase_trace.py LIB OUT.json [DELAY ...]   (default delays: 0)
 """
@@ -63,6 +66,32 @@ def phases(a):
     return out
 
 
+def tile_parts(a):
+    """Per warpgroup, over consecutive tiles of one SM (slot 0 the SM, slot 1 the tile's start):
+    the whole tile (start to the SM's next tile start, this warpgroup's), its head (start to the
+    first steady-state S), its loop (first to last steady-state S) and its tail (last S to the
+    next tile's start: the last softmax, the drain's P V, the epilogue, the next claim), cycles."""
+    out = {}
+    for wg in (0, 1):
+        by_sm = {}
+        for t in a:
+            w = t[wg]
+            n = int(np.count_nonzero(w[2:]))
+            if n >= 1 and w[1] > 0:
+                by_sm.setdefault(int(w[0]), []).append((int(w[1]), int(w[2]), int(w[2 + n - 1])))
+        parts = {"tile": [], "head": [], "loop": [], "tail": []}
+        for tiles in by_sm.values():
+            tiles.sort()
+            for (s0, f0, l0), (s1, _, _) in zip(tiles, tiles[1:]):
+                parts["tile"].append(s1 - s0)
+                parts["head"].append(f0 - s0)
+                parts["loop"].append(l0 - f0)
+                parts["tail"].append(s1 - l0)
+        out[f"tile_parts_wg{wg}"] = {k: quantiles(v) for k, v in parts.items()}
+        out[f"tiles_per_sm_max_wg{wg}"] = max((len(v) for v in by_sm.values()), default=0)
+    return out
+
+
 def time_ms(run, n=60):
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
     for s, e in ev:
@@ -99,12 +128,20 @@ def main():
             os.environ.pop("FP8ATTN_LAB_PHASE_TRACE")
             a = np.fromfile(path, dtype=np.uint64).reshape(-1, 2, SLOTS).astype(np.int64)
             rec = {"b": b, "sq": sq, "sk": sk, "h": h, "h_kv": hkv, "delay_ns": d, "ms": ms,
-                   "tflops": flops / ms / 1e9, **phases(a)}
+                   "tflops": flops / ms / 1e9, **phases(a), **tile_parts(a)}
+            # The SM clock the untimed call ran at: the busiest SM's tiles over the call's time.
+            rec["clock_ghz_est"] = (rec["tile_parts_wg0"]["tile"].get("0.5", 0) *
+                                    rec["tiles_per_sm_max_wg0"] / (ms * 1e6))
             out["shapes"].append(rec)
             ph = {k[6:]: round(v.get("0.5", float("nan")), 3) for k, v in rec.items()
                   if k.startswith("phase_") and "hist" not in k}
             print(f"b{b} s{sq} delay {d:5d}: {rec['tflops']:.1f} TFLOP/s, period median "
                   f"{rec['period_cycles'].get('0.5')} cycles, phase medians {ph}", flush=True)
+            for wg in (0, 1):
+                tp = {k: v.get("0.5") for k, v in rec[f"tile_parts_wg{wg}"].items()}
+                print(f"    warpgroup {wg} tile parts (median cycles): {tp}")
+            print(f"    clock estimate {rec['clock_ghz_est']:.3f} GHz "
+                  f"({rec['tiles_per_sm_max_wg0']} tiles on the busiest SM)")
             for k2 in sorted(rec):
                 if k2.endswith("_hist_-0.5..1.5_by_0.25"):
                     print(f"    {k2[6:-23]:7s} phase histogram (-0.5..1.5 by 0.25): {rec[k2]}")
