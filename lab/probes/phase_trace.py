@@ -12,6 +12,9 @@ call (CUDA events, median of 60) for each delay, so phase and speed are read sid
 The tile's start is stamped too (slot 1): per warpgroup, over consecutive tiles of one SM, the
 tile's cycles split into head (start to the first steady-state S), loop and tail (the last S to
 the next tile's start), and the SM clock the call ran at (the busiest SM's tiles over its time).
+On a build with lab/variants/tile-parts-trace.patch too, the head and the tail in steps: the Q
+wait, the first (trimmed) block, the first loop QK^T; the last softmax, the drain's turn wait,
+its P V, the epilogue, the step to the next tile's wait, and that wait (the tile handed over).
 
 usage: python3 lab/probes/phase_trace.py LIB OUT.json [DELAY ...]   (default delays: 0)
 """
@@ -32,6 +35,11 @@ import fp8attn_calls as fc  # noqa: E402
 
 SHAPES = [(2, 8192, 8192, 32, 32), (8, 2048, 2048, 32, 32), (16, 1024, 1024, 32, 32)]
 SLOTS = 64
+LOOP = slice(2, 54)  # the steady-state S stamps (tile-parts-trace.patch keeps 54-63 for its own)
+# tile-parts-trace.patch's stamps: Q ready, the wait for this tile begun (the previous tile's
+# end), the loop left, the drain's turn taken, the drain's P V done, the epilogue done, the
+# first block done.
+Q_READY, PRE_WAIT, LOOP_EXIT, DRAIN_TURN, DRAIN_PV, EPI_DONE, FIRST_DONE = 54, 55, 56, 57, 58, 59, 60
 
 
 def quantiles(xs, qs=(0.1, 0.25, 0.5, 0.75, 0.9)):
@@ -45,7 +53,7 @@ def phases(a):
     """a: (tiles, 2, SLOTS) int64. Per block position: periods and phases over all tiles."""
     per_pos, periods, tile_cycles = {}, [], []
     for t in a:
-        w0, w1 = t[0, 2:], t[1, 2:]
+        w0, w1 = t[0, LOOP], t[1, LOOP]
         n = int(min(np.count_nonzero(w0), np.count_nonzero(w1)))
         if n < 3:
             continue
@@ -76,18 +84,29 @@ def tile_parts(a):
         by_sm = {}
         for t in a:
             w = t[wg]
-            n = int(np.count_nonzero(w[2:]))
+            n = int(np.count_nonzero(w[LOOP]))
             if n >= 1 and w[1] > 0:
-                by_sm.setdefault(int(w[0]), []).append((int(w[1]), int(w[2]), int(w[2 + n - 1])))
+                by_sm.setdefault(int(w[0]), []).append((int(w[1]), int(w[2]), int(w[2 + n - 1]), w))
         parts = {"tile": [], "head": [], "loop": [], "tail": []}
         for tiles in by_sm.values():
-            tiles.sort()
-            for (s0, f0, l0), (s1, _, _) in zip(tiles, tiles[1:]):
+            tiles.sort(key=lambda x: x[0])
+            for (s0, f0, l0, w), (s1, _, _, w1) in zip(tiles, tiles[1:]):
                 parts["tile"].append(s1 - s0)
                 parts["head"].append(f0 - s0)
                 parts["loop"].append(l0 - f0)
                 parts["tail"].append(s1 - l0)
-        out[f"tile_parts_wg{wg}"] = {k: quantiles(v) for k, v in parts.items()}
+                # tile-parts-trace.patch: head and tail in steps (absent from older trace builds).
+                st = [int(x) for x in w[Q_READY:FIRST_DONE + 1]]
+                if all(st) and w1[PRE_WAIT] > 0:
+                    q, _, ex, turn, pv, epi, first = st
+                    steps = {"head_q_wait": q - s0, "head_first_block": first - q,
+                             "head_first_loop_qk": f0 - first, "tail_last_softmax": ex - l0,
+                             "tail_drain_turn_wait": turn - ex, "tail_drain_pv": pv - turn,
+                             "tail_epilogue": epi - pv, "tail_to_next_wait": int(w1[PRE_WAIT]) - epi,
+                             "tail_next_tile_wait": s1 - int(w1[PRE_WAIT])}
+                    for k, v in steps.items():
+                        parts.setdefault(k, []).append(v)
+        out[f"tile_parts_wg{wg}"] = {k: quantiles(v) for k, v in parts.items() if v}
         out[f"tiles_per_sm_max_wg{wg}"] = max((len(v) for v in by_sm.values()), default=0)
     return out
 
