@@ -8,16 +8,19 @@ namespace fp8attn::attn {
 enum class KernelId : int {
   // E4M3 P, one-level accumulation, 192-key blocks, l from the tensor core: one K descale per
   // head (or none); per-block costs spread over 1.5x the keys of a 128-key block. The first
-  // block a warpgroup visits is computed only as far as its rows see (sk's partial last block).
-  // Every non-causal call (causal_kernel below, with the measurements).
+  // block a warpgroup visits is computed only as far as its rows see (sk's partial last block),
+  // and O is stored from registers. No call selects it since the default's non-causal calls
+  // moved to kE4M3Block192Trim (e4m3_head_scale_kernel below); kept, with its instantiation, as the
+  // reference that move was measured against until a full run confirms it.
   kE4M3Block192,
   // The same arithmetic with O written through shared memory and the TMA, the first block
   // skipped where the warpgroup sees none of it and else trimmed (its first 64 or 128 keys where
-  // those hold every key its rows see: the diagonal), and the row sums fused into the P V
-  // product: every causal call.
+  // those hold every key its rows see: the diagonal, or sk's partial last block), and the row
+  // sums fused into the P V product: every call of the default with one K descale per head.
   kE4M3Block192Trim,
   // FP8ATTN_P_E4M3_EXACT (FA3 FP8's softmax: offset 8, the exact running max, l from the FP32 p):
-  // the same two kernels, by the same rule (causal_kernel).
+  // the same pair of kernels, causal calls the TMA-store one, non-causal the register-epilogue
+  // one (e4m3_head_scale_kernel).
   kE4M3ExactBlock192,
   kE4M3ExactBlock192Trim,
   // E4M3 P with a per-block K descale: a block must be one FP8ATTN_K_SCALE_BLOCK (128 keys) so
@@ -53,15 +56,6 @@ constexpr long long average_keys(const fp8attn_fwd_params& p) {
   return sq <= sk ? sk - sq + sq / 2 : sk * sk / (2 * sq);
 }
 
-// Causal calls take the TMA-store kernel with the fused row sums (e4m3_block192_trim), non-causal
-// ones the register-epilogue kernel (e4m3_block192), at every length. Measured head to head with
-// FA3 FP8: the former fastest on every causal row of the sweep (1k to 16k, GQA, sq 2k against sk
-// 16k) against the skip-only and register-epilogue kernels; since the register-epilogue kernel
-// trims its first block too, it is the fastest non-causal one from 1k keys up (against the
-// TMA-store kernels: +3% at 16 x 1k, +4% at 8 x 2k; docs/kernel.md, "Configurations and
-// dispatch").
-constexpr bool causal_kernel(const fp8attn_fwd_params& p) { return p.causal != 0; }
-
 // The causal tile order's L2 sections balanced (attn/sections.h) where tiles visit more than
 // kBalancedSectionKeys keys on average: measured +3% at GQA 2k x 16k causal (its remainder section
 // held 2 of 32 pairs) and +1% at 4k causal, but -0.9% at 16 x 1k causal (docs/kernel.md,
@@ -71,12 +65,20 @@ constexpr bool balanced_sections(const fp8attn_fwd_params& p) {
   return average_keys(p) > kBalancedSectionKeys;
 }
 
-// The E4M3-P kernel for one K descale per head (or none), by the mask and the softmax
-// (FP8ATTN_P_E4M3_EXACT: the same pair with FA3 FP8's softmax).
+// The E4M3-P kernel for one K descale per head (or none). The default: every call, causal or
+// not, takes the TMA-store
+// kernel with the fused row sums and the turn handed over after the row maxima
+// (e4m3_block192_trim). Measured head to head with FA3 FP8: the fastest on every causal row of the
+// sweep against the skip-only and register-epilogue kernels, and, since its turn moved after the
+// maxima (56a3770), on every non-causal row too: against the register-epilogue kernel
+// (e4m3_block192) +9% at 16 x 1k, +5% at 8 x 2k, +4% at 4k and 8k, +5% at 8000, +2% at GQA 16/2
+// 4k, output bits equal (docs/kernel.md, "Configurations and dispatch").
+// The exact softmax's pair keeps the split by mask (its non-causal TMA-store form not measured
+// since the turn moved): causal calls the TMA-store kernel, non-causal the register-epilogue one.
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
   if (p.p_precision == FP8ATTN_P_E4M3_EXACT)
-    return causal_kernel(p) ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192;
-  return causal_kernel(p) ? KernelId::kE4M3Block192Trim : KernelId::kE4M3Block192;
+    return p.causal != 0 ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192;
+  return KernelId::kE4M3Block192Trim;
 }
 
 // kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()

@@ -111,10 +111,10 @@ TEST(AttentionValidate, OtherArgumentsNamed) {
   EXPECT_EQ(validate(nullptr), FP8ATTN_ERROR_INVALID_ARGUMENT);
 }
 
-// E4M3 P with one K descale per head: every causal call takes the TMA-store kernel with the
-// fused row sums, every non-causal one the register-epilogue kernel, at any length; the exact
-// softmax (FP8ATTN_P_E4M3_EXACT) its own pair by the same rule.
-TEST(AttentionSelect, CausalTmaStoreNonCausalRegisterEpilogue) {
+// E4M3 P with one K descale per head: every call, causal or not, takes the TMA-store kernel with
+// the fused row sums, at any length; the exact softmax (FP8ATTN_P_E4M3_EXACT) its own pair, the
+// TMA-store kernel for causal calls and the register-epilogue kernel for non-causal ones.
+TEST(AttentionSelect, DefaultTmaStoreExactByMask) {
   std::mt19937 rng(std::random_device{}());
   const struct {
     int sq, sk, causal;
@@ -125,7 +125,7 @@ TEST(AttentionSelect, CausalTmaStoreNonCausalRegisterEpilogue) {
   for (const auto& c : cases) {
     fp8attn_fwd_params p = with_lengths(rng, c.sq, c.sk, c.causal);
     p.p_precision = FP8ATTN_P_E4M3;
-    EXPECT_EQ(select_kernel(p), c.causal ? KernelId::kE4M3Block192Trim : KernelId::kE4M3Block192)
+    EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block192Trim)
         << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
     p.p_precision = FP8ATTN_P_E4M3_EXACT;
     EXPECT_EQ(select_kernel(p), c.causal ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192)

@@ -2,9 +2,8 @@
 // initcheck, synccheck), one per test so that each tool sees one target at a time:
 //   Sanitize.DefaultCausal / DefaultFull: the shipped default (E4M3 P, one K descale per head:
 //     192-key blocks) at a persistent shape, 144 tiles of 128 rows > 132 SMs (b 1, h 18, s 1024):
-//     causal, the kernel with O through shared memory and the TMA; non-causal, the one storing O
-//     from registers (attn/select.h, causal_kernel); both trim a tile's first block to the keys
-//     its warpgroup sees
+//     both masks, the kernel with O through shared memory and the TMA (attn/select.h,
+//     e4m3_head_scale_kernel), which trims a tile's first block to the keys its warpgroup sees
 //   Sanitize.DefaultLongTiles: the default with long tiles (b 1, h 5, s 4096, not causal: 160
 //     tiles)
 //   Sanitize.ExactCausal / ExactFull: FP8ATTN_P_E4M3_EXACT's two kernels at the first shape
