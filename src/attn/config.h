@@ -85,9 +85,9 @@ struct Config {
   // converter warps and no E4M3 V ring.
   static constexpr VtType kVt = kVt_;
   // The epilogue's O through a per-warpgroup shared-memory buffer (stmatrix) and TMA stores
-  // instead of 32 scattered BF16 stores per thread: cheaper per tile, so the E4M3 kernel takes it
-  // where tiles are short (select.h; 32 KiB more shared memory, measured slower on its long
-  // tiles); the 192-key FP16 V^T kernel at every length (measured faster there). These
+  // instead of 32 scattered BF16 stores per thread: cheaper per tile; the default E4M3 kernel
+  // (with the fused row sums) and the 192-key FP16 V^T kernel at every length, both measured
+  // faster with it (select.h; 32 KiB more shared memory). These
   // configurations also take the KV head from the producer (SharedStorage::tile_kv_head).
   static constexpr bool kTmaStoreO = kTmaStoreO_;
   // The first block (FirstBlock). The E4M3 kernels only (select.h): the skip measured +2-3% at
