@@ -10,8 +10,8 @@ enum class KernelId : int {
   // head (or none); per-block costs spread over 1.5x the keys of a 128-key block. The first
   // block a warpgroup visits is computed only as far as its rows see (sk's partial last block),
   // and O is stored from registers. No call selects it since the default's non-causal calls
-  // moved to kE4M3Block192Trim (e4m3_head_scale_kernel below); kept, with its instantiation, as the
-  // reference that move was measured against until a full run confirms it.
+  // moved to kE4M3Block192Trim (e4m3_head_scale_kernel below); kept, with its instantiation, as
+  // the reference that move was measured against until a full run confirms it.
   kE4M3Block192,
   // The same arithmetic with O written through shared memory and the TMA, the first block
   // skipped where the warpgroup sees none of it and else trimmed (its first 64 or 128 keys where
@@ -66,15 +66,14 @@ constexpr bool balanced_sections(const fp8attn_fwd_params& p) {
 }
 
 // The E4M3-P kernel for one K descale per head (or none). The default: every call, causal or
-// not, takes the TMA-store
-// kernel with the fused row sums and the turn handed over after the row maxima
-// (e4m3_block192_trim). Measured head to head with FA3 FP8: the fastest on every causal row of the
-// sweep against the skip-only and register-epilogue kernels, and, since its turn moved after the
-// maxima (56a3770), on every non-causal row too: against the register-epilogue kernel
+// not, takes the TMA-store kernel with the fused row sums and the turn handed over after the row
+// maxima (e4m3_block192_trim). Measured head to head with FA3 FP8: the fastest on every causal row
+// of the sweep against the skip-only and register-epilogue kernels, and, since its turn moved
+// after the maxima (56a3770), on every non-causal row too: against the register-epilogue kernel
 // (e4m3_block192) +9% at 16 x 1k, +5% at 8 x 2k, +4% at 4k and 8k, +5% at 8000, +2% at GQA 16/2
 // 4k, output bits equal (docs/kernel.md, "Configurations and dispatch").
-// The exact softmax's pair keeps the split by mask (its non-causal TMA-store form not measured
-// since the turn moved): causal calls the TMA-store kernel, non-causal the register-epilogue one.
+// The exact softmax's pair keeps the split by mask (its non-causal TMA-store form is not yet
+// tested): causal calls the TMA-store kernel, non-causal the register-epilogue one.
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
   if (p.p_precision == FP8ATTN_P_E4M3_EXACT)
     return p.causal != 0 ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192;
