@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """fp8attn / FA3 FP8 (head to head) per sweep row in two harness results files, side by side,
 with the second run's ratio over the first's (a product change's effect between two full runs).
+The pairing is bench/report.py's (report.pair), as in the results' own report.
 usage: python3 lab/tools/run_compare.py OLD.json NEW.json"""
 import datetime as dt
 import json
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import report  # noqa: E402
 
 
 def ratios(path):
     d = json.load(open(path))
-    pair = {}
-    for r in d["speed"]:
-        k = (r["b"], r["sq"], r["sk"], r["h"], r["h_kv"], r["causal"])
-        if r["protocol"] == "head_to_head:fa3_fp8" and r["method"] == "fp8attn":
-            pair.setdefault(k, {})["ours"] = r["tflops_median"]
-        elif r["protocol"] == "head_to_head:fp8attn" and r["method"] == "fa3_fp8":
-            pair.setdefault(k, {})["fa3"] = r["tflops_median"]
-    return d, {k: v["ours"] / v["fa3"] for k, v in pair.items() if len(v) == 2}
+    idx = report._index(d["speed"])
+    out = {}
+    for row in report.rows(d["speed"]):
+        ratio = report.pair(idx, row, "fp8attn", "fa3_fp8")[2]
+        if ratio is not None:
+            out[row] = ratio
+    return d, out
 
 
 def main():
@@ -28,9 +32,11 @@ def main():
           f"against {sys.argv[2]} (commit {d1['commit']}, {d1['date']}); "
           f"command: python3 lab/tools/run_compare.py {' '.join(sys.argv[1:])}; written {now}")
     print("# b sq sk h h_kv causal | old | new | new / old")
-    for k in b:
-        if k in a:
-            print(" ".join(str(int(x)) for x in k), f"| {a[k]:.3f} | {b[k]:.3f} | {b[k] / a[k]:.3f}")
+    for row in b:
+        if row in a:
+            (bb, sq, sk, h, h_kv, _), causal = row
+            print(f"{bb} {sq} {sk} {h} {h_kv} {int(causal)} | {a[row]:.3f} | {b[row]:.3f} | "
+                  f"{b[row] / a[row]:.3f}")
 
 
 if __name__ == "__main__":
