@@ -185,9 +185,6 @@ def speed_runners(names, shape, sets, fa3, notes):
         if name.startswith("fa3") and isinstance(fa3, str):
             out[name] = fa3
             continue
-        if name.startswith("sdpa") and shape.causal and shape.sq != shape.sk:
-            out[name] = "ValueError: SDPA's is_causal is top-left aligned; FA3 and fp8attn are bottom-right"
-            continue
         inp = sets[0]
         rnd = P_ROUND.get(name)
         if name in VT16_MODES:

@@ -79,34 +79,59 @@ def _out(x):
     return x[0] if isinstance(x, tuple) else x
 
 
-def _sdpa_call(backend, q, k, v, causal, gqa, scale=None):
-    """q, k, v in SDPA's own (b, h, s, d) layout; returns O as (b, s, h, d)."""
+def _sdpa_call(backend, q, k, v, causal, gqa, scale=None, mask=None):
+    """q, k, v in SDPA's own (b, h, s, d) layout; returns O as (b, s, h, d). mask: an explicit
+    attn_mask (then is_causal is not passed)."""
     with sdpa_kernel(backend):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
-                                              enable_gqa=gqa).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
+                                              scale=scale, enable_gqa=gqa).transpose(1, 2)
+
+
+def bottom_right_masks(sq, sk, device):
+    """FA3's causal mask for sq != sk (query i sees keys j <= i + sk - sq) as SDPA attn_masks, the
+    forms a backend may take: boolean (True = seen), then additive BF16 (0 / -inf)."""
+    i = torch.arange(sq, device=device)[:, None]
+    j = torch.arange(sk, device=device)[None, :]
+    seen = (j <= i + (sk - sq))[None, None]
+    additive = torch.zeros(seen.shape, dtype=torch.bfloat16, device=device).masked_fill(~seen, float("-inf"))
+    return [("boolean", seen), ("additive BF16", additive)]
 
 
 def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str, scale=None):
     """SDPA on `backend` on (b, s, h, d) data, given to SDPA as contiguous (b, h, s, d) copies
     made here, outside any timing: its native layout, its best case. If the backend refuses
-    native GQA, K and V are expanded to h heads (same FLOPs; noted). SDPA's causal mask is
-    top-left aligned: for sq != sk it is not FA3's, so such shapes are refused here."""
-    if causal and q.shape[1] != k.shape[1]:
-        raise ValueError("SDPA's is_causal is top-left aligned; FA3 and fp8attn are bottom-right")
+    native GQA, K and V are expanded to h heads (same FLOPs; noted). SDPA's is_causal is top-left
+    aligned: for causal sq != sk it gets FA3's bottom-right mask as an explicit attn_mask instead
+    (built here, outside any timing; the first form the backend takes, noted), which costs SDPA
+    the mask's reads: a conservative yardstick there."""
     gqa = q.shape[2] != k.shape[2]
     q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))
-    try:
-        _sdpa_call(backend, q, k, v, causal, gqa, scale)
-        return lambda: _sdpa_call(backend, q, k, v, causal, gqa, scale)
-    except RuntimeError as e:
-        if not gqa:
-            raise
-        group = q.shape[1] // k.shape[1]
-        ke, ve = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        _sdpa_call(backend, q, ke, ve, causal, False, scale)
-        notes.append(f"{tag}: {backend.name} refused enable_gqa ({str(e).splitlines()[0][:120]}); "
-                     "K and V expanded to h heads")
-        return lambda: _sdpa_call(backend, q, ke, ve, causal, False, scale)
+    masks = [("", None)]
+    if causal and q.shape[2] != k.shape[2]:
+        masks = bottom_right_masks(q.shape[2], k.shape[2], q.device)
+    errors = []
+    for expand in (False, True) if gqa else (False,):
+        if expand:
+            group = q.shape[1] // k.shape[1]
+            kk, vv = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        else:
+            kk, vv = k, v
+        for form, mask in masks:
+            g = gqa and not expand
+            try:
+                _sdpa_call(backend, q, kk, vv, causal, g, scale, mask)
+            except RuntimeError as e:
+                errors.append(f"{form or 'is_causal' if causal else 'no mask'}"
+                              f"{', K V expanded' if expand else ''}: {str(e).splitlines()[0][:120]}")
+                continue
+            if expand:
+                notes.append(f"{tag}: {backend.name} refused enable_gqa ({errors[0]}); "
+                             "K and V expanded to h heads")
+            if mask is not None:
+                notes.append(f"{tag}: causal sq {q.shape[2]} != sk {k.shape[2]}: FA3's bottom-right "
+                             f"mask given to SDPA as an explicit {form} attn_mask")
+            return lambda: _sdpa_call(backend, q, kk, vv, causal, g, scale, mask)
+    raise RuntimeError(f"{backend.name} refused every form tried: " + "; ".join(errors))
 
 
 def rotating(fns):

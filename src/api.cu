@@ -25,9 +25,7 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
   const auto st = static_cast<cudaStream_t>(stream);
   const LaunchOptions opts;
   switch (select_kernel(*params)) {
-    case KernelId::kE4M3Block192: return launch<KernelE4M3Block192>(*params, dev_info, opts, st);
     case KernelId::kE4M3Block192Trim: return launch<KernelE4M3Block192Trim>(*params, dev_info, opts, st);
-    case KernelId::kE4M3ExactBlock192: return launch<KernelE4M3ExactBlock192>(*params, dev_info, opts, st);
     case KernelId::kE4M3ExactBlock192Trim:
       return launch<KernelE4M3ExactBlock192Trim>(*params, dev_info, opts, st);
     case KernelId::kE4M3Block128: return launch<KernelE4M3Block128>(*params, dev_info, opts, st);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Here (no GPU): the libraries of lottery_check.sh, packed as .carry/lot.tar.xz. rel: this tree with
-# lab/variants/host-knobs.patch (lab-only environment knobs: the short-tile threshold and the causal
+# lab/variants/host-knobs.patch (lab-only environment knobs: the persistent grid and the causal
 # L2 section size; the device code byte-identical to the release's); then, per "TAG:PTXAS_OPTION",
 # the same build with the two 192-key E4M3 kernels (attn/instantiations/e4m3_block192*.cu) compiled
 # with that ptxas option added and the library relinked. xz -9 keeps the archive small (the

@@ -76,5 +76,6 @@ extern "C" fp8attn_status fp8attn_probe_attention_fwd(const fp8attn_fwd_params* 
   if (block == "224")
     return tc ? go<Config<E, false, 224, 2, true>>(p, d, o, s) : go<Config<E, false, 224, 2, false>>(p, d, o, s);
   if (poly4) return go<Config<E, false, 192, 2, false, 4>>(p, d, o, s);
-  return tc ? go<KernelE4M3Block192>(p, d, o, s) : go<Config<E, false, 192, 2, false>>(p, d, o, s);
+  return tc ? go<Config<E, false, 192, 2, true, 0, VtType::kE4M3, /*kTmaStoreO=*/false, FirstBlock::kTrim>>(p, d, o, s)
+            : go<Config<E, false, 192, 2, false>>(p, d, o, s);
 }

@@ -76,10 +76,10 @@ struct Config {
   // can leave it anywhere in that range for the whole tile; the period is shortest near half a
   // period (the two warpgroups' exponentials least on top of each other). Handing over after the
   // maxima holds it there: measured (clock stamps) at 0.50 in every block at 1k, 2k and 8k. The
-  // E4M3 fused-row-sum kernel (the default's causal kernel) only: head to head with FA3 FP8 +1-2%
-  // on the causal rows from 1k to 16k; the register-epilogue kernel measured 0-1.5% slower with
-  // it (its own tile boundary leaves it near 0.5-0.6 already), and the accurate mode's FP16 P
-  // kernel 1-2% slower.
+  // E4M3 fused-row-sum kernel (the default's kernel) only: head to head with FA3 FP8 +1-2% on the
+  // causal rows from 1k to 16k; the register-epilogue E4M3 kernel (since removed) measured 0-1.5%
+  // slower with it (its own tile boundary left it near 0.5-0.6 already), and the accurate mode's
+  // FP16 P kernel 1-2% slower.
   static constexpr bool kTurnAfterMax = kFusedRowSum_ && !kFP16P;
   // FP16 V^T from global memory: the TMA writes the FP16 wgmma's B operand (v16) itself, so no
   // converter warps and no E4M3 V ring.

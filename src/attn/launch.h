@@ -22,25 +22,16 @@ fp8attn_status launch(const fp8attn_fwd_params& p, const DeviceInfo& dev_info,
                       const LaunchOptions& opts, cudaStream_t stream);
 
 // The shipped configurations (select.h's KernelId), one instantiation file each.
-// The long-tile kernel: O stored from registers, the first block trimmed to the keys the
-// warpgroup sees (non-causal: the partial block sk ends in; select.h sends it no causal call).
-using KernelE4M3Block192 = Config<PPrecision::kE4M3, /*kTwoLevel=*/false, 192, /*kStages=*/2,
-                                  /*kTcRowSum=*/true, 0, VtType::kE4M3, /*kTmaStoreO=*/false,
-                                  FirstBlock::kTrim>;
-// The same with O leaving through shared memory and the TMA, the first block also skipped where
-// the warpgroup sees none of it, and the row sums from the P V product itself (causal calls).
+// The long-tile E4M3 kernel: O leaving through shared memory and the TMA, the first block
+// skipped where the warpgroup sees none of it and else trimmed to the keys it sees, the row sums
+// from the P V product itself, the ping-pong turn handed over after the row maxima
+// (Config::kTurnAfterMax). Every call of the default with one K descale per head.
 using KernelE4M3Block192Trim =
     Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
            FirstBlock::kTrim, /*kFusedRowSum=*/true>;
-// The turn after the row maxima (Config::kTurnAfterMax) was measured faster in this kernel and
-// slower in the register-epilogue one; keep it where it was measured.
-static_assert(KernelE4M3Block192Trim::kTurnAfterMax && !KernelE4M3Block192::kTurnAfterMax,
-              "Config::kTurnAfterMax: the causal E4M3 kernel only");
-// FP8ATTN_P_E4M3_EXACT: the same two kernels with FA3 FP8's softmax (offset 8, the exact running
-// max, l from the FP32 p, so neither row sum from the tensor core).
-using KernelE4M3ExactBlock192 =
-    Config<PPrecision::kE4M3, false, 192, 2, /*kTcRowSum=*/false, /*kPolyExpEvery=*/0, VtType::kE4M3,
-           /*kTmaStoreO=*/false, FirstBlock::kTrim, /*kFusedRowSum=*/false, /*kExactSoftmax=*/true>;
+static_assert(KernelE4M3Block192Trim::kTurnAfterMax, "Config::kTurnAfterMax: measured faster here");
+// FP8ATTN_P_E4M3_EXACT: the same kernel with FA3 FP8's softmax (offset 8, the exact running max,
+// l from the FP32 p, so no row sum from the tensor core).
 using KernelE4M3ExactBlock192Trim =
     Config<PPrecision::kE4M3, false, 192, 2, /*kTcRowSum=*/false, /*kPolyExpEvery=*/0, VtType::kE4M3,
            /*kTmaStoreO=*/true, FirstBlock::kTrim, /*kFusedRowSum=*/false, /*kExactSoftmax=*/true>;
@@ -63,12 +54,8 @@ using KernelFP16VtBlock192RowSum =
 static_assert(!KernelFP16VtBlock192RowSum::kTurnAfterMax,
               "Config::kTurnAfterMax: measured slower in the accurate mode");
 
-extern template fp8attn_status launch<KernelE4M3Block192>(const fp8attn_fwd_params&, const DeviceInfo&,
-                                                          const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3Block192Trim>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                               const LaunchOptions&, cudaStream_t);
-extern template fp8attn_status launch<KernelE4M3ExactBlock192>(const fp8attn_fwd_params&, const DeviceInfo&,
-                                                               const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3ExactBlock192Trim>(const fp8attn_fwd_params&,
                                                                    const DeviceInfo&, const LaunchOptions&,
                                                                    cudaStream_t);

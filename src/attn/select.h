@@ -6,22 +6,15 @@
 namespace fp8attn::attn {
 
 enum class KernelId : int {
-  // E4M3 P, one-level accumulation, 192-key blocks, l from the tensor core: one K descale per
-  // head (or none); per-block costs spread over 1.5x the keys of a 128-key block. The first
-  // block a warpgroup visits is computed only as far as its rows see (sk's partial last block),
-  // and O is stored from registers. No call selects it since the default's non-causal calls
-  // moved to kE4M3Block192Trim (e4m3_head_scale_kernel below); kept, with its instantiation, as
-  // the reference that move was measured against until a full run confirms it.
-  kE4M3Block192,
-  // The same arithmetic with O written through shared memory and the TMA, the first block
-  // skipped where the warpgroup sees none of it and else trimmed (its first 64 or 128 keys where
-  // those hold every key its rows see: the diagonal, or sk's partial last block), and the row
-  // sums fused into the P V product: every call of the default with one K descale per head.
+  // E4M3 P, one-level accumulation, 192-key blocks, l from the tensor core (the row sums fused
+  // into the P V product), one K descale per head (or none): per-block costs spread over 1.5x the
+  // keys of a 128-key block. The first block a warpgroup visits is skipped where it sees none of
+  // it and else trimmed (its first 64 or 128 keys where those hold every key its rows see: the
+  // diagonal, or sk's partial last block); O leaves through shared memory and the TMA. Every call
+  // of the default with one K descale per head, both masks.
   kE4M3Block192Trim,
   // FP8ATTN_P_E4M3_EXACT (FA3 FP8's softmax: offset 8, the exact running max, l from the FP32 p):
-  // the same pair of kernels, causal calls the TMA-store one, non-causal the register-epilogue
-  // one (e4m3_head_scale_kernel).
-  kE4M3ExactBlock192,
+  // the same kernel with that softmax, both masks.
   kE4M3ExactBlock192Trim,
   // E4M3 P with a per-block K descale: a block must be one FP8ATTN_K_SCALE_BLOCK (128 keys) so
   // that its descale is one scalar per block; 3 stages fill the shared memory 192 would use.
@@ -65,19 +58,15 @@ constexpr bool balanced_sections(const fp8attn_fwd_params& p) {
   return average_keys(p) > kBalancedSectionKeys;
 }
 
-// The E4M3-P kernel for one K descale per head (or none). The default: every call, causal or
-// not, takes the TMA-store kernel with the fused row sums and the turn handed over after the row
-// maxima (e4m3_block192_trim). Measured head to head with FA3 FP8: the fastest on every causal row
-// of the sweep against the skip-only and register-epilogue kernels, and, since its turn moved
-// after the maxima (56a3770), on every non-causal row too: against the register-epilogue kernel
-// (e4m3_block192) +9% at 16 x 1k, +5% at 8 x 2k, +4% at 4k and 8k, +5% at 8000, +2% at GQA 16/2
-// 4k, output bits equal (docs/kernel.md, "Configurations and dispatch").
-// The exact softmax's pair keeps the split by mask (its non-causal TMA-store form is not yet
-// tested): causal calls the TMA-store kernel, non-causal the register-epilogue one.
+// The E4M3-P kernel for one K descale per head (or none): every call, causal or not, takes the
+// TMA-store kernel with the first block skipped or trimmed (e4m3_block192_trim; the exact
+// softmax's form for FP8ATTN_P_E4M3_EXACT). Measured head to head with FA3 FP8 against the
+// register-epilogue kernels this replaced (docs/kernel.md, "Configurations and dispatch"): the
+// default +9% at 16 x 1k non-causal, +4-5% from 2k to 8k, output bits equal; the exact mode +2-5%
+// at 1k and 2k non-causal and level from 4k.
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
-  if (p.p_precision == FP8ATTN_P_E4M3_EXACT)
-    return p.causal != 0 ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192;
-  return KernelId::kE4M3Block192Trim;
+  return p.p_precision == FP8ATTN_P_E4M3_EXACT ? KernelId::kE4M3ExactBlock192Trim
+                                               : KernelId::kE4M3Block192Trim;
 }
 
 // kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()
@@ -104,9 +93,7 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
 
 constexpr const char* kernel_name(KernelId id) {
   switch (id) {
-    case KernelId::kE4M3Block192: return "e4m3_block192";
     case KernelId::kE4M3Block192Trim: return "e4m3_block192_trim";
-    case KernelId::kE4M3ExactBlock192: return "e4m3_exact_block192";
     case KernelId::kE4M3ExactBlock192Trim: return "e4m3_exact_block192_trim";
     case KernelId::kE4M3Block128: return "e4m3_block128";
     case KernelId::kE4M3HiLoTwoLevel: return "e4m3_hilo_two_level";

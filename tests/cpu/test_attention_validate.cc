@@ -112,9 +112,9 @@ TEST(AttentionValidate, OtherArgumentsNamed) {
 }
 
 // E4M3 P with one K descale per head: every call, causal or not, takes the TMA-store kernel with
-// the fused row sums, at any length; the exact softmax (FP8ATTN_P_E4M3_EXACT) its own pair, the
-// TMA-store kernel for causal calls and the register-epilogue kernel for non-causal ones.
-TEST(AttentionSelect, DefaultTmaStoreExactByMask) {
+// the fused row sums, at any length; the exact softmax (FP8ATTN_P_E4M3_EXACT) its own TMA-store
+// kernel, both masks.
+TEST(AttentionSelect, DefaultAndExactTmaStoreBothMasks) {
   std::mt19937 rng(std::random_device{}());
   const struct {
     int sq, sk, causal;
@@ -128,7 +128,7 @@ TEST(AttentionSelect, DefaultTmaStoreExactByMask) {
     EXPECT_EQ(select_kernel(p), KernelId::kE4M3Block192Trim)
         << "sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
     p.p_precision = FP8ATTN_P_E4M3_EXACT;
-    EXPECT_EQ(select_kernel(p), c.causal ? KernelId::kE4M3ExactBlock192Trim : KernelId::kE4M3ExactBlock192)
+    EXPECT_EQ(select_kernel(p), KernelId::kE4M3ExactBlock192Trim)
         << "exact: sq " << c.sq << " sk " << c.sk << " causal " << c.causal;
   }
 }
