@@ -344,6 +344,7 @@ def main() -> int:
                      f"{Path(args.speed_from).name} (date {prev.get('date')}), an earlier call of this GPU "
                      "session on the same commit: the carry limit keeps FA3's wheel and the capture pack "
                      "out of one call")
+        notes.extend(f"(earlier call) {n}" for n in prev.get("notes", []))
     for part in (p for p in SPEED_PARTS if p in parts):
         log(f"{part}: {len(shapes)} shapes")
         # This part's records replace its own (from --speed-from) and keep the other part's.

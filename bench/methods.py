@@ -102,8 +102,8 @@ def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str, scale=None):
     made here, outside any timing: its native layout, its best case. If the backend refuses
     native GQA, K and V are expanded to h heads (same FLOPs; noted). SDPA's is_causal is top-left
     aligned: for causal sq != sk it gets FA3's bottom-right mask as an explicit attn_mask instead
-    (built here, outside any timing; the first form the backend takes, noted), which costs SDPA
-    the mask's reads: a conservative yardstick there."""
+    (built here, outside any timing; the first form the backend takes, noted). cuDNN measured
+    slower with it than without any mask on the same shape: an unfair yardstick there."""
     gqa = q.shape[2] != k.shape[2]
     q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))
     masks = [("", None)]

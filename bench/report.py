@@ -144,6 +144,11 @@ def verdict_lines(speed: list, seed=SEED) -> list[str]:
     out.append(f"- every row >= {GOAL:.2f} x FA3 FP8 (the team's goal): "
                + ("met" if all_rows and not below else
                   f"not met at {len(below)} of {len(all_rows)} rows (missing figures count as misses)"))
+    gaps = [(row, peer, proto) for row in all_rows for peer in KERNEL_PEERS
+            for proto in ("head_to_head", "in_context") if pair(idx, row, "fp8attn", peer, proto)[2] is None]
+    out.append(f"- fp8attn and each of {', '.join(KERNEL_PEERS)} with figures at every row, head to head "
+               "and in context: " + ("complete" if all_rows and not gaps else
+                                     f"{len(gaps)} pairings without a figure"))
     miss = bf16_in_misses(idx, all_rows, "fp8attn_end_to_end", "fa3_bf16")
     out.append(f"- BF16 in (issue 17): fp8attn_end_to_end / FA3 BF16 >= {GOAL:.2f} at every row and "
                f">= {E2E_LONG_GOAL} at >= {E2E_LONG_TOKENS} tokens per sequence: "
