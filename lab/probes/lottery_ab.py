@@ -109,7 +109,16 @@ NC_SHAPES = sorted([r for r in SWEEP_SHAPES if not r[5]], key=lambda r: (r[2], -
 # --shape-set captured: rows of the capture's length (--data), both masks, MHA.
 CAPTURED_SHAPES = [(8, 2048, 2048, 32, 32, False), (8, 2048, 2048, 32, 32, True)]
 
-SHAPE_SETS = {"nc": NC_SHAPES, "captured": CAPTURED_SHAPES, "sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
+# --shape-set offsweep: shapes users run that the harness's sweep does not (issue 13's "lead at
+# every shape"): a 40/8 head layout (the issue's own example), Qwen-7B-like 28/4 at an odd length,
+# a short prefill, small and large prefill chunks against a long context, a 32k sequence.
+OFFSWEEP_SHAPES = [(4, 4096, 4096, 40, 8, True), (4, 4096, 4096, 40, 8, False),
+                   (2, 3000, 3000, 28, 4, True), (2, 3000, 3000, 28, 4, False),
+                   (8, 512, 512, 32, 8, True), (4, 128, 8192, 32, 8, True),
+                   (1, 1024, 16384, 32, 8, True), (1, 32768, 32768, 32, 8, True),
+                   (1, 32768, 32768, 32, 8, False)]
+
+SHAPE_SETS = {"offsweep": OFFSWEEP_SHAPES, "nc": NC_SHAPES, "captured": CAPTURED_SHAPES, "sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
               "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
 
 
