@@ -62,8 +62,8 @@ constexpr bool balanced_sections(const fp8attn_fwd_params& p) {
 // TMA-store kernel with the first block skipped or trimmed (e4m3_block192_trim; the exact
 // softmax's form for FP8ATTN_P_E4M3_EXACT). Measured head to head with FA3 FP8 against the
 // register-epilogue kernels this replaced (docs/kernel.md, "Configurations and dispatch"): the
-// default +9% at 16 x 1k non-causal, +4-5% from 2k to 8k, output bits equal; the exact mode +2-5%
-// at 1k and 2k non-causal and level from 4k.
+// default +9% at 16 x 1k non-causal, +2-5% on the other non-causal rows, output bits equal; the
+// exact mode +2-5% at 1k and 2k non-causal, up to +1% at 4k, level at 8k.
 constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
   return p.p_precision == FP8ATTN_P_E4M3_EXACT ? KernelId::kE4M3ExactBlock192Trim
                                                : KernelId::kE4M3Block192Trim;
