@@ -3,7 +3,10 @@
   python3 bench/test_protocol.py      (exit 1 and the failing check on any failure)
 FLOP counts against brute force (causal bottom-right, sq != sk both ways), the alternation order
 of speed.head_to_head, the in-context GEMM before every timed call, enough input sets to exceed
-the L2, a method that cannot be built recorded as failed on both sides of its pairing."""
+the L2, a method that cannot be built recorded as failed on both sides of its pairing, and the
+report's completeness verdict (fp8attn and every kernel peer with figures at every row, both
+protocols) counting each missing or failed pairing.
+tests/python/test_bench_protocol.py runs every check under pytest (the README's test command)."""
 from __future__ import annotations
 
 import random
@@ -12,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import report  # noqa: E402
 import speed  # noqa: E402
 import sweep  # noqa: E402
 
@@ -66,8 +70,45 @@ def check_failed_pairing():
     assert recs[0]["protocol"] == "head_to_head:fa3_fp8" and recs[1]["protocol"] == "head_to_head:fp8attn"
 
 
+def _records(rows, drop=None, fail=None):
+    """Paired speed records of fp8attn and every kernel peer at `rows`, both protocols; `drop`
+    leaves one (row, peer, protocol) pairing out, `fail` records it as failed."""
+    out = []
+    for s in rows:
+        for peer in report.KERNEL_PEERS:
+            for proto in speed.PROTOCOLS:
+                key = (s, peer, proto)
+                if key == drop:
+                    continue
+                if key == fail:
+                    out += speed.run_pairing(s, "fp8attn", peer, proto, {"fp8attn": lambda: None,
+                                             peer: "refused"}, None, 2, 1, {})
+                    continue
+                t = [1.0 + random.random() for _ in range(4)]
+                out += [speed.record("fp8attn", s, t, f"{proto}:{peer}"),
+                        speed.record(peer, s, t, f"{proto}:fp8attn")]
+    return out
+
+
+def check_completeness_verdict():
+    rows = [sweep.Shape(1, 64, 64, 2, 2, 128, c) for c in (False, True)]
+    rows += [sweep.Shape(1, 32, 96, 2, 1, 128, True)]
+
+    def line(recs):
+        hits = [ln for ln in report.verdict_lines(recs, seed=(1, 64, 64, 2, 2)) if "with figures" in ln]
+        assert len(hits) == 1, hits
+        return hits[0]
+    assert line(_records(rows)).endswith(": complete"), line(_records(rows))
+    rng = random.Random()
+    for _ in range(5):
+        key = (rng.choice(rows), rng.choice(report.KERNEL_PEERS), rng.choice(speed.PROTOCOLS))
+        assert line(_records(rows, drop=key)).endswith("1 pairings without a figure"), key
+        assert line(_records(rows, fail=key)).endswith("1 pairings without a figure"), key
+
+
 def main() -> int:
-    checks = [check_flops, check_alternation, check_input_sets, check_failed_pairing]
+    checks = [check_flops, check_alternation, check_input_sets, check_failed_pairing,
+              check_completeness_verdict]
     failed = 0
     for c in checks:
         try:
