@@ -89,12 +89,14 @@ def _sdpa_call(backend, q, k, v, causal, gqa, scale=None, mask=None):
 
 def bottom_right_masks(sq, sk, device):
     """FA3's causal mask for sq != sk (query i sees keys j <= i + sk - sq) as SDPA attn_masks, the
-    forms a backend may take: boolean (True = seen), then additive BF16 (0 / -inf)."""
+    forms a backend may take, each made only when asked for: boolean (True = seen), then
+    additive BF16 (0 / -inf)."""
     i = torch.arange(sq, device=device)[:, None]
     j = torch.arange(sk, device=device)[None, :]
     seen = (j <= i + (sk - sq))[None, None]
-    additive = torch.zeros(seen.shape, dtype=torch.bfloat16, device=device).masked_fill(~seen, float("-inf"))
-    return [("boolean", seen), ("additive BF16", additive)]
+    yield "boolean", seen
+    yield "additive BF16", torch.zeros(seen.shape, dtype=torch.bfloat16, device=device).masked_fill(
+        ~seen, float("-inf"))
 
 
 def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str, scale=None):
@@ -106,9 +108,7 @@ def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str, scale=None):
     slower with it than without any mask on the same shape: an unfair yardstick there."""
     gqa = q.shape[2] != k.shape[2]
     q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))
-    masks = [("", None)]
-    if causal and q.shape[2] != k.shape[2]:
-        masks = bottom_right_masks(q.shape[2], k.shape[2], q.device)
+    bottom_right = causal and q.shape[2] != k.shape[2]
     errors = []
     for expand in (False, True) if gqa else (False,):
         if expand:
@@ -116,8 +116,9 @@ def _sdpa_runner(backend, q, k, v, causal, notes: list, tag: str, scale=None):
             kk, vv = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         else:
             kk, vv = k, v
+        g = gqa and not expand
+        masks = bottom_right_masks(q.shape[2], k.shape[2], q.device) if bottom_right else [("", None)]
         for form, mask in masks:
-            g = gqa and not expand
             try:
                 _sdpa_call(backend, q, kk, vv, causal, g, scale, mask)
             except RuntimeError as e:

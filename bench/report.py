@@ -145,7 +145,7 @@ def verdict_lines(speed: list, seed=SEED) -> list[str]:
                + ("met" if all_rows and not below else
                   f"not met at {len(below)} of {len(all_rows)} rows (missing figures count as misses)"))
     gaps = [(row, peer, proto) for row in all_rows for peer in KERNEL_PEERS
-            for proto in ("head_to_head", "in_context") if pair(idx, row, "fp8attn", peer, proto)[2] is None]
+            for proto in PROTOCOLS if pair(idx, row, "fp8attn", peer, proto)[2] is None]
     out.append(f"- fp8attn and each of {', '.join(KERNEL_PEERS)} with figures at every row, head to head "
                "and in context: " + ("complete" if all_rows and not gaps else
                                      f"{len(gaps)} pairings without a figure"))

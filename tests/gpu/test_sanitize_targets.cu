@@ -6,7 +6,7 @@
 //     e4m3_head_scale_kernel), which trims a tile's first block to the keys its warpgroup sees
 //   Sanitize.DefaultLongTiles: the default with long tiles (b 1, h 5, s 4096, not causal: 160
 //     tiles)
-//   Sanitize.ExactCausal / ExactFull: FP8ATTN_P_E4M3_EXACT's two kernels at the first shape
+//   Sanitize.ExactCausal / ExactFull: FP8ATTN_P_E4M3_EXACT's kernel, both masks, at the first shape
 //   Sanitize.HiLo / Fp16 / Fp16Vt: the other precision modes at the same shape (causal), FP16 P
 //     from E4M3 V^T (converter warps) and from FP16 V^T (TMA-loaded), K descales per 128-key block
 //   Sanitize.Fp16VtHead / Fp16VtHeadFull: FP16 V^T with one K descale per head (192-key blocks,
