@@ -1,0 +1,225 @@
+// Lab probe (GPU; standalone): the synthetic key loop of lab/probes/pvwg_probe.cu (its A16 / A8
+// modes), climbed toward the kernel one piece at a time (lab/perf-log.md, twenty-sixth session):
+//   bare:  two consumer warpgroups only (256 threads, no register cap): pvwg_probe's A16 / A8;
+//   cap:   a third, idle producer warpgroup and setmaxnreg 24 / 240 as the kernel's (384 threads);
+//   ring:  cap, and the producer's warp 0 loads every block's K (24 KiB) and V (FP16 V^T with its
+//          ones rows, 51 KiB; E4M3 V^T atoms with theirs, 27 KiB) from global memory into
+//          two-stage rings with bulk copies and mbarriers, the consumers waiting for each and
+//          releasing it as the kernel does.
+// Cycles per key block, median over one CTA per SM.
+//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -o /tmp/ladder lab/probes/ladder_probe.cu
+//   /tmp/ladder OUT.json
+#include <cstdint>
+#include <cstdio>
+#include <algorithm>
+#include <vector>
+#include <cuda_runtime.h>
+
+#include "ptx/convert.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/warpgroup.cuh"
+#include "ptx/wgmma_f16.cuh"
+#include "ptx/wgmma_fp8.cuh"
+
+namespace ptx = fp8attn::ptx;
+using D = ptx::DescKMajor<128>;
+
+constexpr int kBlocks = 128, kWarm = 16;
+constexpr int kKBytes = 24576, kV16Bytes = 3 * 17408, kV8Bytes = 3 * 9216;
+// Shared memory: Q [2][64][128 B], K ring [2][24 KiB], V ring [2][51 KiB], barriers.
+constexpr int kQ = 0, kK = 16384, kV = kK + 2 * kKBytes, kBars = kV + 2 * kV16Bytes;
+constexpr int kSmem = kBars + 128 + 1024;
+
+__device__ __forceinline__ void softmax(float (&s)[96], float scale) {
+  float mx[2][4];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) mx[r][k] = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < 96; ++i) mx[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx[(i >> 1) & 1][(i >> 2) & 3], s[i]);
+  float m[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    m[r] = fmaxf(fmaxf(mx[r][0], mx[r][1]), fmaxf(mx[r][2], mx[r][3]));
+    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 1));
+    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 2));
+    m[r] = 5.f - m[r] * scale;
+  }
+#pragma unroll
+  for (int i = 0; i < 96; ++i) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(s[i], scale, m[(i >> 1) & 1])));
+    s[i] = y;
+  }
+}
+
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(ptx::smem_addr(bar)) : "memory");
+}
+
+// kP16: FP16 P V (accurate) or E4M3 (default). kStage: 0 bare, 1 cap, 2 ring.
+template <bool kP16, int kStage>
+__global__ void __launch_bounds__(kStage == 0 ? 256 : 384, 1)
+loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  for (int i = threadIdx.x; i < kBars / 4; i += blockDim.x) reinterpret_cast<uint32_t*>(smem)[i] = 0;
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + kBars);  // k_full[2], k_empty[2], v_full[2], v_empty[2]
+  uint64_t *k_full = bars, *k_empty = bars + 2, *v_full = bars + 4, *v_empty = bars + 6;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 2; ++i) {
+      ptx::mbar_init(&k_full[i], 1);
+      ptx::mbar_init(&v_full[i], 1);
+      ptx::mbar_init(&k_empty[i], 8);  // one arrive per consumer warp
+      ptx::mbar_init(&v_empty[i], 8);
+    }
+    ptx::mbar_fence_init();
+  }
+  ptx::fence_proxy_async_shared();
+  __syncthreads();
+  constexpr int kCons0 = kStage == 0 ? 0 : 1;  // the first consumer warpgroup
+  const int wg_all = threadIdx.x / 128, t128 = threadIdx.x % 128;
+  const uint32_t base = ptx::smem_addr(smem);
+  constexpr uint32_t kVBytes = kP16 ? kV16Bytes : kV8Bytes;
+  unsigned long long t0 = 0, t1 = 0;
+  if (kStage > 0 && wg_all == 0) {  // producer warpgroup
+    ptx::setmaxnreg_dec<24>();
+    if (kStage == 2 && t128 == 0) {
+      // Every CTA reads the same L2-resident buffer from its own offset (the kernel's K / V blocks
+      // are read by many query tiles: mostly L2 hits).
+      const uint8_t* src = gsrc;
+      const size_t per_cta = gbytes;
+      size_t off = (size_t(blockIdx.x) * 196608) % (gbytes / 2);
+      for (int j = 0; j < kBlocks; ++j) {
+        const int st = j % 2;
+        const uint32_t ph = ((j / 2) & 1) ^ 1;
+        ptx::mbar_wait(&k_empty[st], ph);
+        if (off + kKBytes + kVBytes > per_cta) off = 0;  // wrap
+        ptx::mbar_arrive_expect_tx(&k_full[st], kKBytes);
+        bulk_load(base + kK + st * kKBytes, src + off, kKBytes, &k_full[st]);
+        off += kKBytes;
+        ptx::mbar_wait(&v_empty[st], ph);
+        ptx::mbar_arrive_expect_tx(&v_full[st], kVBytes);
+        bulk_load(base + kV + st * kV16Bytes, src + off, kVBytes, &v_full[st]);
+        off += kVBytes;
+      }
+    }
+    return;
+  }
+  if constexpr (kStage > 0) ptx::setmaxnreg_inc<240>();
+  const int wg = wg_all - kCons0;
+  const uint32_t lq = D::lo(base + kQ + wg * 8192);
+  float s[96], o[68];
+  uint32_t pf[kP16 ? 48 : 24];
+#pragma unroll
+  for (int i = 0; i < 96; ++i) s[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < 68; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < (kP16 ? 48 : 24); ++i) pf[i] = 0u;
+  const int my_turn = 1 + wg, other_turn = 2 - wg;
+  if (wg == 1) ptx::named_barrier_arrive(other_turn, 256);
+  for (int j = 0; j < kBlocks; ++j) {
+    if (j == kWarm) t0 = clock64();
+    const int st = j % 2, pst = (j + 1) % 2;
+    if constexpr (kStage == 2) ptx::mbar_wait(&k_full[st], (j / 2) & 1);
+    const uint32_t lk = D::lo(base + kK + (kStage == 2 ? st : 0) * kKBytes);
+    const uint32_t lv = D::lo(base + kV + (kStage == 2 ? pst : 0) * kV16Bytes);
+    ptx::named_barrier_sync(my_turn, 256);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) ptx::wgmma_ss(s, D::make(lq + 2 * k), D::make(lk + 2 * k), k > 0);
+    ptx::wgmma_commit();
+    if (kStage == 2 && j > 0) ptx::mbar_wait(&v_full[pst], ((j - 1) / 2) & 1);
+    ptx::wgmma_fence();
+    if constexpr (kP16) {
+#pragma unroll
+      for (int k = 0; k < 12; ++k) {
+        const uint32_t a[4] = {pf[4 * k], pf[4 * k + 1], pf[4 * k + 2], pf[4 * k + 3]};
+        ptx::wgmma_rs_f16(o, a, D::make(lv + ((k / 4) * 17408 + (k % 4) * 32) / 16), 1);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < 6; ++k) {
+        const uint32_t a[4] = {pf[4 * k], pf[4 * k + 1], pf[4 * k + 2], pf[4 * k + 3]};
+        ptx::wgmma_rs(o, a, D::make(lv + ((k / 2) * 9216 + (k % 2) * 64) / 16), 1);
+      }
+    }
+    ptx::wgmma_commit();
+    ptx::named_barrier_arrive(other_turn, 256);
+    ptx::wgmma_wait<1>();
+#pragma unroll
+    for (int i = 0; i < 96; ++i) ptx::fence_operand(s[i]);
+    if (kStage == 2 && t128 % 32 == 0) ptx::mbar_arrive(&k_empty[st]);
+    softmax(s, scale);
+    ptx::wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 68; ++i) ptx::fence_operand(o[i]);
+    if (kStage == 2 && j > 0 && t128 % 32 == 0) ptx::mbar_arrive(&v_empty[pst]);
+    if constexpr (kP16) {
+#pragma unroll
+      for (int i = 0; i < 48; ++i) pf[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 24; ++i) pf[i] = ptx::pack_e4m3x4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
+    }
+#pragma unroll
+    for (int i = 0; i < (kP16 ? 48 : 24); ++i) ptx::fence_operand(pf[i]);
+  }
+  t1 = clock64();
+  if (wg == 0) ptx::named_barrier_sync(1, 256);
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < 68; ++i) acc += o[i];
+  if (acc == 1234.5f) out[0] = 0;
+  if (t128 == 0) out[(blockIdx.x * 2 + wg) * 2] = t1 - t0, out[(blockIdx.x * 2 + wg) * 2 + 1] = kBlocks - kWarm;
+}
+
+int main(int argc, char** argv) {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  unsigned long long* d;
+  cudaMalloc(&d, sizeof(unsigned long long) * sms * 4);
+  const size_t gbytes = size_t(24) << 20;  // 24 MiB of zeros: L2-resident (60 MiB), as the kernel's K / V mostly are
+  uint8_t* g;
+  cudaMalloc(&g, gbytes);
+  cudaMemset(g, 0, gbytes);
+  struct Run { const char* name; void (*k)(unsigned long long*, const uint8_t*, size_t, float); int threads; };
+  const Run runs[] = {{"A16 bare", loop<true, 0>, 256}, {"A8 bare", loop<false, 0>, 256},
+                      {"A16 cap (setmaxnreg 24 / 240)", loop<true, 1>, 384},
+                      {"A8 cap (setmaxnreg 24 / 240)", loop<false, 1>, 384},
+                      {"A16 cap + K / FP16 V^T ring", loop<true, 2>, 384},
+                      {"A8 cap + K / E4M3 V^T ring", loop<false, 2>, 384}};
+  FILE* f = argc > 1 ? std::fopen(argv[1], "w") : nullptr;
+  if (f) std::fprintf(f, "{\"probe\": \"lab/probes/ladder_probe.cu\", \"sms\": %d, \"records\": [\n", sms);
+  bool first = true;
+  for (const Run& r : runs) {
+    cudaFuncSetAttribute(r.k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    for (int rep = 0; rep < 3; ++rep) {
+      cudaMemset(d, 0, sizeof(unsigned long long) * sms * 4);
+      r.k<<<sms, r.threads, kSmem>>>(d, g, gbytes, 0.125f);
+      cudaError_t e = cudaDeviceSynchronize();
+      if (e != cudaSuccess) { std::printf("%s: %s\n", r.name, cudaGetErrorString(e)); return 1; }
+    }
+    std::vector<unsigned long long> h(sms * 4);
+    cudaMemcpy(h.data(), d, h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+    std::printf("%-34s", r.name);
+    if (f) std::fprintf(f, "%s {\"mode\": \"%s\", \"cycles_per_block_median\": [", first ? "" : ",", r.name);
+    first = false;
+    for (int w = 0; w < 2; ++w) {
+      std::vector<double> v;
+      for (int b = 0; b < sms; ++b)
+        if (h[(b * 2 + w) * 2 + 1]) v.push_back(double(h[(b * 2 + w) * 2]) / h[(b * 2 + w) * 2 + 1]);
+      std::sort(v.begin(), v.end());
+      const double med = v.empty() ? 0 : v[v.size() / 2];
+      std::printf("  wg%d %.0f", w, med);
+      if (f) std::fprintf(f, "%s%.1f", w ? ", " : "", med);
+    }
+    std::printf("  cycles per key block (median over %d CTAs)\n", sms);
+    if (f) std::fprintf(f, "]}\n");
+  }
+  if (f) { std::fprintf(f, "]}\n"); std::fclose(f); }
+  return 0;
+}
