@@ -7,7 +7,7 @@
 //          two-stage rings with bulk copies and mbarriers, the consumers waiting for each and
 //          releasing it as the kernel does.
 // Cycles per key block, median over one CTA per SM.
-//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -o /tmp/ladder lab/probes/ladder_probe.cu
+//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -I lab/probes -o /tmp/ladder lab/probes/ladder_probe.cu
 //   /tmp/ladder OUT.json
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +20,7 @@
 #include "ptx/warpgroup.cuh"
 #include "ptx/wgmma_f16.cuh"
 #include "ptx/wgmma_fp8.cuh"
+#include "synthetic_loop.cuh"
 
 namespace ptx = fp8attn::ptx;
 using D = ptx::DescKMajor<128>;
@@ -30,29 +31,8 @@ constexpr int kKBytes = 24576, kV16Bytes = 3 * 17408, kV8Bytes = 3 * 9216;
 constexpr int kQ = 0, kK = 16384, kV = kK + 2 * kKBytes, kBars = kV + 2 * kV16Bytes;
 constexpr int kSmem = kBars + 128 + 1024;
 
-__device__ __forceinline__ void softmax(float (&s)[96], float scale) {
-  float mx[2][4];
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) mx[r][k] = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < 96; ++i) mx[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx[(i >> 1) & 1][(i >> 2) & 3], s[i]);
-  float m[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    m[r] = fmaxf(fmaxf(mx[r][0], mx[r][1]), fmaxf(mx[r][2], mx[r][3]));
-    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 1));
-    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 2));
-    m[r] = 5.f - m[r] * scale;
-  }
-#pragma unroll
-  for (int i = 0; i < 96; ++i) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(s[i], scale, m[(i >> 1) & 1])));
-    s[i] = y;
-  }
-}
+using synth::softmax;
+
 
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
@@ -129,24 +109,11 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
     const uint32_t lv = D::lo(base + kV + (kStage == 2 ? pst : 0) * kV16Bytes);
     ptx::named_barrier_sync(my_turn, 256);
     ptx::wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < 4; ++k) ptx::wgmma_ss(s, D::make(lq + 2 * k), D::make(lk + 2 * k), k > 0);
+    synth::issue_qk(s, lq, lk);
     ptx::wgmma_commit();
     if (kStage == 2 && j > 0) ptx::mbar_wait(&v_full[pst], ((j - 1) / 2) & 1);
     ptx::wgmma_fence();
-    if constexpr (kP16) {
-#pragma unroll
-      for (int k = 0; k < 12; ++k) {
-        const uint32_t a[4] = {pf[4 * k], pf[4 * k + 1], pf[4 * k + 2], pf[4 * k + 3]};
-        ptx::wgmma_rs_f16(o, a, D::make(lv + ((k / 4) * 17408 + (k % 4) * 32) / 16), 1);
-      }
-    } else {
-#pragma unroll
-      for (int k = 0; k < 6; ++k) {
-        const uint32_t a[4] = {pf[4 * k], pf[4 * k + 1], pf[4 * k + 2], pf[4 * k + 3]};
-        ptx::wgmma_rs(o, a, D::make(lv + ((k / 2) * 9216 + (k % 2) * 64) / 16), 1);
-      }
-    }
+    synth::issue_pv_rs<kP16, kP16 ? 17408 : 9216>(o, pf, lv);
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, 256);
     ptx::wgmma_wait<1>();
@@ -158,15 +125,7 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
 #pragma unroll
     for (int i = 0; i < 68; ++i) ptx::fence_operand(o[i]);
     if (kStage == 2 && j > 0 && t128 % 32 == 0) ptx::mbar_arrive(&v_empty[pst]);
-    if constexpr (kP16) {
-#pragma unroll
-      for (int i = 0; i < 48; ++i) pf[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 24; ++i) pf[i] = ptx::pack_e4m3x4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
-    }
-#pragma unroll
-    for (int i = 0; i < (kP16 ? 48 : 24); ++i) ptx::fence_operand(pf[i]);
+    synth::make_p<kP16>(s, pf);
   }
   t1 = clock64();
   if (wg == 0) ptx::named_barrier_sync(1, 256);

@@ -12,7 +12,7 @@
 //     P buffer through a second mbarrier.
 // Prints cycles per key block (the softmax warpgroups' loop, median over CTAs) per mode; run with
 // one CTA per SM on every SM (the power and the L2 as in a real launch).
-//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -o /tmp/pvwg lab/probes/pvwg_probe.cu
+//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -I lab/probes -o /tmp/pvwg lab/probes/pvwg_probe.cu
 //   /tmp/pvwg OUT.json
 #include <cstdint>
 #include <cstdio>
@@ -25,18 +25,13 @@
 #include "ptx/warpgroup.cuh"
 #include "ptx/wgmma_f16.cuh"
 #include "ptx/wgmma_fp8.cuh"
+#include "synthetic_loop.cuh"
 
 namespace ptx = fp8attn::ptx;
 using D = ptx::DescKMajor<128>;
 
-__device__ __forceinline__ void wgmma_ss_f16(float (&d)[68], uint64_t da, uint64_t db, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, %68, %69, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
-      : "l"(da), "l"(db), "r"(scale_d));
-}
+using synth::wgmma_ss_f16;
+using synth::softmax;
 
 constexpr int kBlocks = 128;  // key blocks a CTA runs
 constexpr int kWarm = 16;     // blocks before the timed span
@@ -44,29 +39,6 @@ constexpr int kWarm = 16;     // blocks before the timed span
 constexpr int kQ = 0, kK = 16384, kV = kK + 24576, kP = kV + 3 * 17408, kBars = kP + 2 * 24576;
 constexpr int kSmem = kBars + 64 + 1024;
 
-__device__ __forceinline__ void softmax(float (&s)[96], float scale) {
-  float mx[2][4];
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) mx[r][k] = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < 96; ++i) mx[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx[(i >> 1) & 1][(i >> 2) & 3], s[i]);
-  float m[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    m[r] = fmaxf(fmaxf(mx[r][0], mx[r][1]), fmaxf(mx[r][2], mx[r][3]));
-    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 1));
-    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 2));
-    m[r] = 5.f - m[r] * scale;
-  }
-#pragma unroll
-  for (int i = 0; i < 96; ++i) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(s[i], scale, m[(i >> 1) & 1])));
-    s[i] = y;
-  }
-}
 
 // mode 0: A16, 1: A8 (256 threads); 2: B16 (384 threads); 3 / 4: A16 / A8 without the softmax
 // (the tensor work and the turns alone); 5: the softmax alone in the turns (no wgmma).
@@ -105,23 +77,10 @@ __global__ void __launch_bounds__(kMode == 2 ? 384 : 256, 1) loop(unsigned long 
       ptx::named_barrier_sync(my_turn, 256);
       if constexpr (kGemm) {
       ptx::wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < 4; ++k) ptx::wgmma_ss(s, D::make(lq + 2 * k), D::make(lk + 2 * k), k > 0);
+      synth::issue_qk(s, lq, lk);
       ptx::wgmma_commit();
       ptx::wgmma_fence();
-      if constexpr (k16) {
-#pragma unroll
-        for (int k = 0; k < 12; ++k) {
-          const uint32_t a[4] = {pf[4 * k], pf[4 * k + 1], pf[4 * k + 2], pf[4 * k + 3]};
-          ptx::wgmma_rs_f16(o, a, D::make(lv + ((k / 4) * 17408 + (k % 4) * 32) / 16), 1);
-        }
-      } else {
-#pragma unroll
-        for (int k = 0; k < 6; ++k) {
-          const uint32_t a[4] = {pf[4 * k], pf[4 * k + 1], pf[4 * k + 2], pf[4 * k + 3]};
-          ptx::wgmma_rs(o, a, D::make(lv + ((k / 2) * 17408 + (k % 2) * 64) / 16), 1);
-        }
-      }
+      synth::issue_pv_rs<k16, 17408>(o, pf, lv);
       ptx::wgmma_commit();
       }
       ptx::named_barrier_arrive(other_turn, 256);
@@ -132,15 +91,7 @@ __global__ void __launch_bounds__(kMode == 2 ? 384 : 256, 1) loop(unsigned long 
       if constexpr (kGemm) ptx::wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < 68; ++i) ptx::fence_operand(o[i]);
-      if constexpr (k16) {
-#pragma unroll
-        for (int i = 0; i < 48; ++i) pf[i] = ptx::pack_f16x2(s[2 * i], s[2 * i + 1]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 24; ++i) pf[i] = ptx::pack_e4m3x4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
-      }
-#pragma unroll
-      for (int i = 0; i < (k16 ? 48 : 24); ++i) ptx::fence_operand(pf[i]);
+      synth::make_p<k16>(s, pf);
     }
     t1 = clock64();
     if (wg == 0) ptx::named_barrier_sync(1, 256);  // the last arrive of warpgroup 1
@@ -159,8 +110,7 @@ __global__ void __launch_bounds__(kMode == 2 ? 384 : 256, 1) loop(unsigned long 
       for (int j = 0; j < kBlocks; ++j) {
         if (j == kWarm) t0 = clock64();
         ptx::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 4; ++k) ptx::wgmma_ss(s, D::make(lq + 2 * k), D::make(lk + 2 * k), k > 0);
+        synth::issue_qk(s, lq, lk);
         ptx::wgmma_commit();
         ptx::wgmma_wait<0>();
 #pragma unroll

@@ -6,7 +6,7 @@
 // Question (lab/perf-log.md, twenty-sixth session): does the issue block because the tensor
 // pipe's queue is full (then the hold follows the queued tensor time, SS or RS alike), or does
 // each instruction cost a fixed issue time (then SS could be cheaper)?
-//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -o /tmp/wgmma_issue lab/probes/wgmma_issue.cu
+//   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -I lab/probes -o /tmp/wgmma_issue lab/probes/wgmma_issue.cu
 //   /tmp/wgmma_issue OUT.json
 #include <cstdint>
 #include <cstdio>
@@ -17,17 +17,11 @@
 #include "ptx/warpgroup.cuh"
 #include "ptx/wgmma_f16.cuh"
 #include "ptx/wgmma_fp8.cuh"
+#include "synthetic_loop.cuh"
 
 namespace ptx = fp8attn::ptx;
 
-__device__ __forceinline__ void wgmma_ss_f16(float (&d)[68], uint64_t da, uint64_t db, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, %68, %69, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
-      : "l"(da), "l"(db), "r"(scale_d));
-}
+using synth::wgmma_ss_f16;
 
 constexpr int kMaxIssue = 16;
 constexpr int kSlots = kMaxIssue + 2;  // a stamp before each issue, after the last, after the wait
