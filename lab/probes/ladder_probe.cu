@@ -93,12 +93,9 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
   const uint32_t lq = D::lo(base + kQ + wg * 8192);
   float s[96], o[68];
   uint32_t pf[kP16 ? 48 : 24];
-#pragma unroll
-  for (int i = 0; i < 96; ++i) s[i] = 0.f;
-#pragma unroll
-  for (int i = 0; i < 68; ++i) o[i] = 0.f;
-#pragma unroll
-  for (int i = 0; i < (kP16 ? 48 : 24); ++i) pf[i] = 0u;
+  synth::zero(s);
+  synth::zero(o);
+  synth::zero(pf);
   const int my_turn = 1 + wg, other_turn = 2 - wg;
   if (wg == 1) ptx::named_barrier_arrive(other_turn, 256);
   for (int j = 0; j < kBlocks; ++j) {

@@ -64,12 +64,9 @@ __global__ void __launch_bounds__(kMode == 2 ? 384 : 256, 1) loop(unsigned long 
     constexpr bool kGemm = kMode != 5;
     float s[96], o[68];
     uint32_t pf[k16 ? 48 : 24];
-#pragma unroll
-    for (int i = 0; i < 96; ++i) s[i] = 0.f;
-#pragma unroll
-    for (int i = 0; i < 68; ++i) o[i] = 0.f;
-#pragma unroll
-    for (int i = 0; i < (k16 ? 48 : 24); ++i) pf[i] = 0u;
+    synth::zero(s);
+    synth::zero(o);
+    synth::zero(pf);
     const int my_turn = 1 + wg, other_turn = 2 - wg;
     if (wg == 1) ptx::named_barrier_arrive(other_turn, 256);
     for (int j = 0; j < kBlocks; ++j) {

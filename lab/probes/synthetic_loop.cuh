@@ -48,6 +48,13 @@ __device__ __forceinline__ void softmax(float (&s)[96], float scale) {
   }
 }
 
+// Registers' start values (the accumulators and P's fragments of one consumer warpgroup).
+template <class T, int N>
+__device__ __forceinline__ void zero(T (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) r[i] = T(0);
+}
+
 // S = Q K^T: 4 x m64n192k32 SS (lq, lk: DescKMajor lo bits).
 __device__ __forceinline__ void issue_qk(float (&s)[96], uint32_t lq, uint32_t lk) {
 #pragma unroll
