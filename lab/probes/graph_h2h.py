@@ -32,6 +32,7 @@ import probe_doc  # noqa: E402
 
 import fp8attn_calls as fc  # noqa: E402
 import methods  # noqa: E402
+import speed  # noqa: E402
 from sweep import Shape, input_sets  # noqa: E402
 
 DEFAULT_SHAPES = "8,512,512,32,8,1;4,128,8192,32,8,1;16,1024,1024,32,32,1;16,1024,1024,32,32,0"
@@ -111,12 +112,9 @@ def main() -> int:
         graphs = {name: capture(fns, args.calls, side) for name, fns in runners.items()}
         samples = time_graphs(graphs, args.calls, args.rounds)
         med = {n: statistics.median(s) for n, s in samples.items()}
-        for name, ms in med.items():
-            records.append({"method": name, "b": shape.b, "sq": shape.sq, "sk": shape.sk, "h": shape.h,
-                            "h_kv": shape.h_kv, "d": 128, "causal": shape.causal, "ms_median": ms,
-                            "tflops_median": shape.flops() / (ms * 1e-3) / 1e12, "runs": len(samples[name]),
-                            "calls_per_sample": args.calls, "input_sets": len(runners[name]),
-                            "protocol": "cuda_graph_alternating"})
+        for name in med:
+            records.append(speed.record(name, shape, samples[name], "cuda_graph_alternating",
+                                        calls_per_sample=args.calls, input_sets=len(runners[name])))
         ratio = med["fa3_fp8"] / med[args.mode]
         print(f"  {shape.label():40s} {args.mode} {med[args.mode] * 1e3:9.1f} us  fa3_fp8 "
               f"{med['fa3_fp8'] * 1e3:9.1f} us  {args.mode} / fa3_fp8 (speed) {ratio:.4f}", flush=True)
