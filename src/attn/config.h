@@ -81,6 +81,15 @@ struct Config {
   // slower with it (its own tile boundary left it near 0.5-0.6 already), and the accurate mode's
   // FP16 P kernel 1-2% slower.
   static constexpr bool kTurnAfterMax = kFusedRowSum_ && !kFP16P;
+  // The steady loop as two loops: the blocks that need the causal / sequence-end mask (visited
+  // first: blocks go last to first), then the rest, each with one max and no branch between a
+  // masked and an unmasked copy; the second loop no longer holds the rows' limits. The same
+  // arithmetic in the same order, so the same bits. The accurate mode's FP16 P kernel only: its
+  // unmasked loop then schedules the exponentials apart from their FFMAs as the default's does,
+  // and head to head with FA3 FP8 it ran +4-5% at 8k (both masks) and +2-3% at 16 x 1k, output
+  // bits equal; with the split, the E4M3 kernel (the default's) ran 3-16% slower, its unmasked
+  // loop losing that schedule instead (docs/kernel.md, the accurate mode's turn).
+  static constexpr bool kSplitMaskLoop = kFusedRowSum_ && kFP16P;
   // FP16 V^T from global memory: the TMA writes the FP16 wgmma's B operand (v16) itself, so no
   // converter warps and no E4M3 V ring.
   static constexpr VtType kVt = kVt_;

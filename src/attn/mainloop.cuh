@@ -3,6 +3,7 @@
 // the epilogue.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "attn/config.h"
 #include "attn/epilogue.cuh"
@@ -311,8 +312,9 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       make_p_fragments<Cfg>(s, pf);
     }
 
-    // Steady state: QK^T of block n with PV of block n+1.
-    for (--n; n >= kr.n_lo; --n) {
+    // Steady state: QK^T of block n with PV of block n+1. `masked` (Config::kSplitMaskLoop): the
+    // loop's blocks all need the mask (std::true_type) or none does.
+    auto steady_block = [&](auto masked) {
       if constexpr (Cfg::kUniformRingCounter) it_k = __shfl_sync(0xffffffff, it_k, 0);
       ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
       ptx::named_barrier_sync(my_turn, kThreadsPingPong);
@@ -333,8 +335,12 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       block_scale(n, scale);
       // The two halves apart: only the max half differs between masked and unmasked blocks, so
       // the exp half is one copy of code after the branch (the SASS that was measured).
-      if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
-      else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      if constexpr (!Cfg::kSplitMaskLoop) {
+        if (n >= kr.n_mask_lo) softmax.template step_max<true>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+        else softmax.template step_max<false>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      } else {
+        softmax.template step_max<decltype(masked)::value>(s, n * Cfg::kBlockN, limit, scale, alpha_next);
+      }
       // Config::kTurnAfterMax: the turn handed over here, after the maxima (the other
       // warpgroup's next issue waits for them), which holds the two warpgroups half a period apart.
       if constexpr (Cfg::kTurnAfterMax) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
@@ -349,6 +355,12 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       make_p_fragments<Cfg>(s, pf);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
+    };
+    if constexpr (Cfg::kSplitMaskLoop) {
+      for (--n; n >= kr.n_lo && n >= kr.n_mask_lo; --n) steady_block(std::true_type{});
+      for (; n >= kr.n_lo; --n) steady_block(std::false_type{});
+    } else {
+      for (--n; n >= kr.n_lo; --n) steady_block(std::false_type{});
     }
     // Every QK^T of the tile has completed: its Q buffer may be refilled.
     release(&sm.q_empty[qs.stage]);
