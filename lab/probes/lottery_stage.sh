@@ -6,6 +6,8 @@
 # with that ptxas option added and the library relinked. xz -9 keeps the archive small (the
 # libraries share most of their bytes).
 #   bash lab/probes/lottery_stage.sh [TAG:OPTION ...]   (default rul0, rul6, o1)
+#   LOT_FILES=fp16_vt_block192 LOT_ARCHIVE=.carry/lot-rul.tar.xz bash lab/probes/lottery_stage.sh ...
+#     (the accurate mode's kernel instead; lottery_relink.py)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -23,7 +25,7 @@ echo "$(git rev-parse --short=12 "${LOT_REF:-HEAD}") + lab/variants/host-knobs.p
 echo "${P}rel: $(cat "$tmp/${P}rel/COMMIT")" > "$tmp/BUILDS"
 for spec in "${specs[@]}"; do
   python3 "$root/lab/probes/lottery_relink.py" "$wt/build-lot" "${spec#*:}" "$tmp/$P${spec%%:*}" "${P}rel"
-  echo "$P${spec%%:*}: ${P}rel with ptxas ${spec#*:} on attn/instantiations/e4m3_block192*.cu" >> "$tmp/BUILDS"
+  echo "$P${spec%%:*}: ${P}rel with ptxas ${spec#*:} on attn/instantiations/${LOT_FILES:-e4m3_block192}*.cu" >> "$tmp/BUILDS"
 done
 git worktree remove --force "$wt"
 mkdir -p .carry
