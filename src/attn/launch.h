@@ -30,6 +30,7 @@ using KernelE4M3Block192Trim =
     Config<PPrecision::kE4M3, false, 192, 2, true, /*kPolyExpEvery=*/0, VtType::kE4M3, /*kTmaStoreO=*/true,
            FirstBlock::kTrim, /*kFusedRowSum=*/true>;
 static_assert(KernelE4M3Block192Trim::kTurnAfterMax, "Config::kTurnAfterMax: measured faster here");
+static_assert(!KernelE4M3Block192Trim::kSplitMaskLoop, "Config::kSplitMaskLoop: measured slower here");
 // FP8ATTN_P_E4M3_EXACT: the same kernel with FA3 FP8's softmax (offset 8, the exact running max,
 // l from the FP32 p, so no row sum from the tensor core).
 using KernelE4M3ExactBlock192Trim =
@@ -47,12 +48,14 @@ using KernelFP16VtBlock128 =
 // first block skipped or trimmed as the E4M3 causal kernel's. l from the tensor core: the row sums
 // of the FP16 P in the last 8 columns of an m64n136k16 P V against FP16 V^T halves followed by 8
 // rows of ones (one FADD per score fewer). Both masks (docs/kernel.md, "Configurations and
-// dispatch").
+// dispatch"); the key loop split into a masked and an unmasked loop (Config::kSplitMaskLoop).
 using KernelFP16VtBlock192RowSum =
     Config<PPrecision::kFP16, false, 192, 2, /*kTcRowSum=*/true, /*kPolyExpEvery=*/0, VtType::kFP16,
            /*kTmaStoreO=*/true, FirstBlock::kTrim, /*kFusedRowSum=*/true>;
 static_assert(!KernelFP16VtBlock192RowSum::kTurnAfterMax,
               "Config::kTurnAfterMax: measured slower in the accurate mode");
+static_assert(KernelFP16VtBlock192RowSum::kSplitMaskLoop,
+              "Config::kSplitMaskLoop: measured faster in the accurate mode");
 
 extern template fp8attn_status launch<KernelE4M3Block192Trim>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                               const LaunchOptions&, cudaStream_t);
