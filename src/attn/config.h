@@ -59,7 +59,8 @@ struct Config {
   // E4M3 P kernels only. Head to head with FA3 FP8 the default kernels measured +0.5-0.9% with
   // them on the 8k rows and within 0.5% either way at 1k-2k; the FP16 P kernels, head to head
   // with FA3 BF16, measured slower with them on every row (0.2-0.6% at 8k: their softmax is
-  // issue-bound while the longer FP16 P V is in flight), so they keep the spin.
+  // issue-bound while the longer FP16 P V is in flight), so they keep the spin (on the split
+  // loop, Config::kSplitMaskLoop, level with it head to head with FA3 FP8 at 8k).
   static constexpr bool kSleepingWaits = !kFP16P;
   // The steady loop's ring counter made warp-uniform (a shuffle from lane 0 at the top of each
   // iteration tells ptxas so): the stage addresses and wgmma descriptors derived from it stay in
@@ -68,7 +69,8 @@ struct Config {
   // +3.0-3.2% at 8k non-causal, +1.8-1.9% causal, +2.0% at 8 x 2k and +2.9% at 16 x 1k
   // non-causal, -1.4% and +0.3% on the short causal rows; the E4M3 P kernels measured 2-6%
   // slower with it on the 8k rows against FA3 FP8 (faster only at 8 x 2k and 16 x 1k causal,
-  // which run the same kernel as 8k causal).
+  // which run the same kernel as 8k causal). On the split loop (Config::kSplitMaskLoop) the
+  // accurate mode ran 4% slower at 8k without it, head to head with FA3 FP8.
   static constexpr bool kUniformRingCounter = kFP16P;
   // The key loop hands the ping-pong turn to the other warpgroup after this one's row maxima
   // instead of right after its issue. The turn barrier alone leaves the two warpgroups' phase
