@@ -114,22 +114,17 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, 256);
     ptx::wgmma_wait<1>();
-#pragma unroll
-    for (int i = 0; i < 96; ++i) ptx::fence_operand(s[i]);
+    synth::fence_regs(s);
     if (kStage == 2 && t128 % 32 == 0) ptx::mbar_arrive(&k_empty[st]);
     softmax(s, scale);
     ptx::wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < 68; ++i) ptx::fence_operand(o[i]);
+    synth::fence_regs(o);
     if (kStage == 2 && j > 0 && t128 % 32 == 0) ptx::mbar_arrive(&v_empty[pst]);
     synth::make_p<kP16>(s, pf);
   }
   t1 = clock64();
   if (wg == 0) ptx::named_barrier_sync(1, 256);
-  float acc = 0.f;
-#pragma unroll
-  for (int i = 0; i < 68; ++i) acc += o[i];
-  if (acc == 1234.5f) out[0] = 0;
+  synth::keep_alive(o, out);
   if (t128 == 0) out[(blockIdx.x * 2 + wg) * 2] = t1 - t0, out[(blockIdx.x * 2 + wg) * 2 + 1] = kBlocks - kWarm;
 }
 

@@ -80,20 +80,15 @@ __global__ void __launch_bounds__(kMode == 2 ? 384 : 256, 1) loop(unsigned long 
       ptx::wgmma_commit();
       ptx::named_barrier_arrive(other_turn, 256);
       ptx::wgmma_wait<1>();
-#pragma unroll
-      for (int i = 0; i < 96; ++i) ptx::fence_operand(s[i]);
+      synth::fence_regs(s);
       if constexpr (kSoftmax) softmax(s, scale);
       ptx::wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < 68; ++i) ptx::fence_operand(o[i]);
+      synth::fence_regs(o);
       synth::make_p<k16>(s, pf);
     }
     t1 = clock64();
     if (wg == 0) ptx::named_barrier_sync(1, 256);  // the last arrive of warpgroup 1
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < 68; ++i) acc += o[i];
-    if (acc == 1234.5f) out[0] = 0;
+    synth::keep_alive(o, out);
   } else {
     uint64_t* p_full = bars;
     uint64_t* p_free = bars + 2;
@@ -108,8 +103,7 @@ __global__ void __launch_bounds__(kMode == 2 ? 384 : 256, 1) loop(unsigned long 
         synth::issue_qk(s, lq, lk);
         ptx::wgmma_commit();
         ptx::wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < 96; ++i) ptx::fence_operand(s[i]);
+        synth::fence_regs(s);
         softmax(s, scale);
         ptx::mbar_wait(&p_free[wg], (j & 1) ^ 1);
         // P (FP16) with stmatrix into the SS A layout: [3 halves][64 rows][128 B], 128-byte swizzle.
@@ -150,19 +144,14 @@ __global__ void __launch_bounds__(kMode == 2 ? 384 : 256, 1) loop(unsigned long 
                        D::make(lv + ((k / 4) * 17408 + (k % 4) * 32) / 16), 1);
         ptx::wgmma_commit();
         ptx::wgmma_wait<1>();
-#pragma unroll
-        for (int i = 0; i < 68; ++i) ptx::fence_operand(o0[i]);
+        synth::fence_regs(o0);
         ptx::mbar_arrive(&p_free[0]);
         ptx::wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < 68; ++i) ptx::fence_operand(o1[i]);
+        synth::fence_regs(o1);
         ptx::mbar_arrive(&p_free[1]);
       }
       t1 = clock64();
-      float acc = 0.f;
-#pragma unroll
-      for (int i = 0; i < 68; ++i) acc += o0[i] + o1[i];
-      if (acc == 1234.5f) out[0] = 0;
+      synth::keep_alive(o0, o1, out);
     }
   }
   if (t128 == 0) out[(blockIdx.x * 3 + wg) * 2] = t1 - t0, out[(blockIdx.x * 3 + wg) * 2 + 1] = kBlocks - kWarm;

@@ -1,6 +1,7 @@
 // Shared pieces of the synthetic key-loop probes (lab/probes/wgmma_issue.cu, pvwg_probe.cu,
 // ladder_probe.cu): an SS FP16 wgmma, a softmax of the kernel's instruction mix, the QK^T and the
-// register-sourced P V as the kernel issues them, and P's fragments.
+// register-sourced P V as the kernel issues them, P's fragments, and the accumulators kept alive
+// (array fences: the library's ptx::fence_regs).
 #pragma once
 #include <cstdint>
 
@@ -90,8 +91,26 @@ __device__ __forceinline__ void make_p(const float (&s)[96], uint32_t (&pf)[kP16
 #pragma unroll
     for (int i = 0; i < 24; ++i) pf[i] = ptx::pack_e4m3x4(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]);
   }
-#pragma unroll
-  for (int i = 0; i < (kP16 ? 48 : 24); ++i) ptx::fence_operand(pf[i]);
+  ptx::fence_regs(pf);
 }
+
+// The accumulators kept alive past the timed loop (a store no run takes), so that ptxas keeps
+// their wgmmas: one accumulator, or two summed element by element.
+template <int N>
+__device__ __forceinline__ void keep_alive(const float (&o)[N], unsigned long long* out) {
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < N; ++i) acc += o[i];
+  if (acc == 1234.5f) out[0] = 0;
+}
+template <int N>
+__device__ __forceinline__ void keep_alive(const float (&o0)[N], const float (&o1)[N], unsigned long long* out) {
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < N; ++i) acc += o0[i] + o1[i];
+  if (acc == 1234.5f) out[0] = 0;
+}
+
+using ptx::fence_regs;
 
 }  // namespace synth

@@ -180,26 +180,13 @@ struct PVAccumulator {
         o[i] = fmaf(o[i], alpha[(i >> 1) & 1], o_blk[i]);
       }
     } else {
-#pragma unroll
-      for (int i = 0; i < kAccRegs; ++i) ptx::fence_operand(o[i]);
+      ptx::fence_regs(o);
     }
-    if constexpr (kTcRowSum && !kFused) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) ptx::fence_operand(l_blk[i]);
-    }
+    if constexpr (kTcRowSum && !kFused) ptx::fence_regs(l_blk);
   }
 };
 
-template <int N>
-__device__ __forceinline__ void fence_regs(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
-}
-template <int N>
-__device__ __forceinline__ void fence_regs(uint32_t (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
-}
+using ptx::fence_regs;
 // P's fragments (and the lo term's, with hi+lo): pinned around the P V wgmma that reads them.
 template <class Cfg>
 __device__ __forceinline__ void fence_regs(PFragments<Cfg>& pf) {
