@@ -10,6 +10,9 @@ SM clock, power and temperature; reported: TFLOP/s, the median clock and power, 
 per call (time x clock).
 
   python3 lab/probes/clock_power.py --lib L [--lib L2 ...] --tags a,b --out DIR
+  python3 lab/probes/clock_power.py --lib L --tags rel --accurate --out DIR
+    (one library: its accurate mode on FP16 V^T too, and FA3 BF16 beside FA3 FP8; twenty-eighth
+    session: is the accurate mode's gap to FA3 FP8 cycles or clock?)
 """
 from __future__ import annotations
 
@@ -95,6 +98,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--shape", default="2,8192,8192,32,32")
+    ap.add_argument("--accurate", action="store_true")
     args = ap.parse_args()
     b, sq, sk, h, hkv = map(int, args.shape.split(","))
     fa3 = methods.load_fa3()
@@ -102,7 +106,8 @@ def main():
     records = []
     for causal in (False, True):
         shape = Shape(b, sq, sk, h, hkv, 128, causal)
-        qz = fc.quantize_per_head(*inputs(b, sq, sk, h, hkv))
+        qkv = inputs(b, sq, sk, h, hkv)
+        qz = fc.quantize_per_head(*qkv)
         runs = []
         for tag, path in zip(args.tags.split(","), args.lib):
             lib = first if len(args.lib) == 1 else None
@@ -116,8 +121,13 @@ def main():
             else:
                 r = measure(fc.kernel_runner(lib, qz, causal, "fp8attn"), shape, args.seconds)
             runs.append((tag, r))
+            if args.accurate and lib is not None:
+                qv = fc.with_fp16_v(qz, qkv[2])
+                runs.append((tag + "_accurate", measure(fc.accurate_runner(lib, qv, causal), shape, args.seconds)))
         if not isinstance(fa3, str):
             runs.append(("fa3_fp8", measure(methods._fa3_fp8(fa3, qz, causal), shape, args.seconds)))
+            if args.accurate:
+                runs.append(("fa3_bf16", measure(methods._fa3_bf16(fa3, *qkv, causal), shape, args.seconds)))
         for tag, r in runs:
             r.update({"method": tag, "causal": causal, "shape": args.shape})
             records.append(r)
