@@ -1,6 +1,6 @@
 """The harness's accurate mode (fp8attn_accurate: FP16 P on an FP16 V^T) without torch or a GPU:
-bench/harness.py --dry-run must produce its speed pairings (head to head with FA3 BF16 at every
-row, with FA3 FP8 at the seed and short rows, its BF16-in call with FA3 BF16 at the seed) and its accuracy records
+bench/harness.py --dry-run must produce its speed pairings (head to head and in context with FA3
+BF16 at every row, with FA3 FP8 at the seed and short rows, its BF16-in call with FA3 BF16 at the seed) and its accuracy records
 (per-head Q, K with FP16 V; the pre-pass with an FP16 V^T cache; the BF16-in call) against the
 right references, and the report and tools/readme_status.py must render them.
 
@@ -42,9 +42,9 @@ def dry_run(tmp_path_factory):
     return dry_harness(out)[0], out
 
 
-def _speed(res, method, peer, row, causal):
+def _speed(res, method, peer, row, causal, protocol="head_to_head"):
     b, sq, sk, h, h_kv = row
-    got = [r for r in res["speed"] if r["method"] == method and r["protocol"] == f"head_to_head:{peer}"
+    got = [r for r in res["speed"] if r["method"] == method and r["protocol"] == f"{protocol}:{peer}"
            and (r["b"], r["sq"], r["sk"], r["h"], r["h_kv"], r["causal"]) == (b, sq, sk, h, h_kv, causal)]
     assert len(got) == 1, (method, peer, row, causal, len(got))
     return got[0]
@@ -64,8 +64,10 @@ def test_dry_run_pairs_the_accurate_mode(dry_run):
         assert _speed(res, "fp8attn_p_fp16", "fa3_fp8", seed_row, causal)["tflops_median"]
     for row in sweep.DRY_ROWS:
         for causal in (False, True):
-            mine, theirs = _speed(res, ACC, "fa3_bf16", row, causal), _speed(res, "fa3_bf16", ACC, row, causal)
-            assert mine["tflops_median"] and theirs["tflops_median"], (row, causal)
+            for protocol in ("head_to_head", "in_context"):  # in context too: the power cap
+                mine = _speed(res, ACC, "fa3_bf16", row, causal, protocol)
+                theirs = _speed(res, "fa3_bf16", ACC, row, causal, protocol)
+                assert mine["tflops_median"] and theirs["tflops_median"], (row, causal, protocol)
     with_fp8 = {(r["b"], r["sq"], r["sk"], r["h"], r["h_kv"]) for r in res["speed"]
                 if r["method"] == ACC and r["protocol"] == "head_to_head:fa3_fp8"}
     assert with_fp8 == {tuple(seed_row), tuple(short)}, with_fp8
@@ -113,23 +115,27 @@ def test_report_and_readme_render_the_accurate_mode(dry_run, tmp_path):
     labels = {report._label(tuple(r) + (128,)) for r in (sweep.DRY_ROWS[0], sweep.DRY_SHORT)}
     for line in rows:
         cells = [c.strip() for c in line.split("|")[1:-1]]
-        assert all(c not in ("-", "failed") for c in cells[6:9]), line
-        assert (cells[1] in labels) == all(c not in ("-", "failed") for c in cells[3:6]), line
+        # [mode, row, causal] + (TFLOP/s, peer, ratio, in context) for FA3 FP8, then FA3 BF16.
+        assert all(c not in ("-", "failed") for c in cells[7:11]), line
+        assert (cells[1] in labels) == all(c not in ("-", "failed") for c in cells[3:7]), line
     assert f"| {E2E} |" in status and "accurate kernel-only, own inputs" in status
 
 
 def test_modes_table_takes_each_ratio_within_its_pairing():
     seed_row = (1, 128, 128, 4, 4, 128)
 
-    def rec(method, peer, tf, causal=False):
+    def rec(method, peer, tf, causal=False, protocol="head_to_head"):
         b, sq, sk, h, h_kv, d = seed_row
-        return {"method": method, "protocol": f"head_to_head:{peer}", "tflops_median": tf, "b": b,
+        return {"method": method, "protocol": f"{protocol}:{peer}", "tflops_median": tf, "b": b,
                 "sq": sq, "sk": sk, "h": h, "h_kv": h_kv, "d": d, "causal": causal}
     speed = [rec(ACC, "fa3_fp8", 600.0), rec("fa3_fp8", ACC, 900.0),
-             rec(ACC, "fa3_bf16", 650.0), rec("fa3_bf16", ACC, 700.0)]
+             rec(ACC, "fa3_bf16", 650.0), rec("fa3_bf16", ACC, 700.0),
+             rec(ACC, "fa3_bf16", 640.0, protocol="in_context"),
+             rec("fa3_bf16", ACC, 800.0, protocol="in_context")]
     (line,) = [x for x in report.modes_table(speed, seed_row) if x.startswith(f"| {ACC} |")]
     cells = [c.strip() for c in line.split("|")[1:-1]]
-    assert cells[3:] == ["600.0", "900.0", "0.667", "650.0", "700.0", "0.929"], cells
+    # Each ratio from its own pairing; the in-context one from the in-context pair only.
+    assert cells[3:] == ["600.0", "900.0", "0.667", "-", "650.0", "700.0", "0.929", "0.800"], cells
     verdict = report.accurate_verdict_lines(speed, seed_row)
     assert "misses issue 14's bound 0.95" in verdict[0]
     assert "NOT met" in verdict[2] and "no reason to exist" in verdict[2]
