@@ -6,6 +6,9 @@
 //          ones rows, 51 KiB; E4M3 V^T atoms with theirs, 27 KiB) from global memory into
 //          two-stage rings with bulk copies and mbarriers, the consumers waiting for each and
 //          releasing it as the kernel does.
+//   S16 (twenty-eighth session): A16 with P stored to shared memory (stmatrix, after the P V
+//          wait) and the P V issued from it (12 x m64n136k16 SS), so that no P register is
+//          live across the softmax and the wgmma reads no register file while it runs.
 // Cycles per key block, median over one CTA per SM.
 //   nvcc -std=c++20 -gencode=arch=compute_90a,code=sm_90a -O3 -I src -I lab/probes -o /tmp/ladder lab/probes/ladder_probe.cu
 //   /tmp/ladder OUT.json
@@ -27,8 +30,10 @@ using D = ptx::DescKMajor<128>;
 
 constexpr int kBlocks = 128, kWarm = 16;
 constexpr int kKBytes = 24576, kV16Bytes = 3 * 17408, kV8Bytes = 3 * 9216;
-// Shared memory: Q [2][64][128 B], K ring [2][24 KiB], V ring [2][51 KiB], barriers.
-constexpr int kQ = 0, kK = 16384, kV = kK + 2 * kKBytes, kBars = kV + 2 * kV16Bytes;
+// Shared memory: Q [2][64][128 B], K ring [2][24 KiB], V ring [2][51 KiB], P [2][3][64][128 B]
+// (S16 only), barriers.
+constexpr int kQ = 0, kK = 16384, kV = kK + 2 * kKBytes, kP = kV + 2 * kV16Bytes, kBars = kP + 2 * 24576;
+static_assert(kP % 1024 == 0, "P's 128-byte swizzle needs 1024-byte alignment");
 constexpr int kSmem = kBars + 128 + 1024;
 
 using synth::softmax;
@@ -39,8 +44,9 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
                ::"r"(dst), "l"(src), "r"(bytes), "r"(ptx::smem_addr(bar)) : "memory");
 }
 
-// kP16: FP16 P V (accurate) or E4M3 (default). kStage: 0 bare, 1 cap, 2 ring.
-template <bool kP16, int kStage>
+// kP16: FP16 P V (accurate) or E4M3 (default). kStage: 0 bare, 1 cap, 2 ring. kSS (FP16 only):
+// P through shared memory and an SS P V (S16).
+template <bool kP16, int kStage, bool kSS = false>
 __global__ void __launch_bounds__(kStage == 0 ? 256 : 384, 1)
 loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -91,11 +97,13 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
   if constexpr (kStage > 0) ptx::setmaxnreg_inc<240>();
   const int wg = wg_all - kCons0;
   const uint32_t lq = D::lo(base + kQ + wg * 8192);
+  static_assert(!kSS || kP16, "S16: FP16 P only");
   float s[96], o[68];
-  uint32_t pf[kP16 ? 48 : 24];
+  uint32_t pf[kSS ? 1 : (kP16 ? 48 : 24)];
   synth::zero(s);
   synth::zero(o);
   synth::zero(pf);
+  const uint32_t p_base = base + kP + wg * 24576, lp = D::lo(p_base);
   const int my_turn = 1 + wg, other_turn = 2 - wg;
   if (wg == 1) ptx::named_barrier_arrive(other_turn, 256);
   for (int j = 0; j < kBlocks; ++j) {
@@ -110,7 +118,14 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
     ptx::wgmma_commit();
     if (kStage == 2 && j > 0) ptx::mbar_wait(&v_full[pst], ((j - 1) / 2) & 1);
     ptx::wgmma_fence();
-    synth::issue_pv_rs<kP16, kP16 ? 17408 : 9216>(o, pf, lv);
+    if constexpr (kSS) {
+#pragma unroll
+      for (int k = 0; k < 12; ++k)
+        synth::wgmma_ss_f16(o, D::make(lp + ((k / 4) * 8192 + (k % 4) * 32) / 16),
+                            D::make(lv + ((k / 4) * 17408 + (k % 4) * 32) / 16), 1);
+    } else {
+      synth::issue_pv_rs<kP16, kP16 ? 17408 : 9216>(o, pf, lv);
+    }
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, 256);
     ptx::wgmma_wait<1>();
@@ -120,7 +135,24 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
     ptx::wgmma_wait<0>();
     synth::fence_regs(o);
     if (kStage == 2 && j > 0 && t128 % 32 == 0) ptx::mbar_arrive(&v_empty[pst]);
-    synth::make_p<kP16>(s, pf);
+    if constexpr (kSS) {
+      // P (FP16) with stmatrix into the SS A layout: [3 halves][64 rows][128 B], 128-byte
+      // swizzle (pvwg_probe's B16 store); made visible to the next turn's wgmma (async proxy).
+      const int warp = t128 / 32, lane = t128 % 32, m = lane / 8, rr = lane % 8;
+      const int row = 16 * warp + (m % 2) * 8 + rr;
+#pragma unroll
+      for (int k = 0; k < 12; ++k) {
+        const int key0 = 16 * k + (m / 2) * 8;
+        const uint32_t addr = p_base + (key0 / 64) * 8192 + row * 128 + ((((key0 % 64) / 8) ^ (row % 8)) << 4);
+        const uint32_t r0 = ptx::pack_f16x2(s[8 * k], s[8 * k + 1]), r1 = ptx::pack_f16x2(s[8 * k + 2], s[8 * k + 3]);
+        const uint32_t r2 = ptx::pack_f16x2(s[8 * k + 4], s[8 * k + 5]), r3 = ptx::pack_f16x2(s[8 * k + 6], s[8 * k + 7]);
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                     ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+      }
+      ptx::fence_proxy_async_shared();
+    } else {
+      synth::make_p<kP16>(s, pf);
+    }
   }
   t1 = clock64();
   if (wg == 0) ptx::named_barrier_sync(1, 256);
@@ -142,7 +174,10 @@ int main(int argc, char** argv) {
                       {"A16 cap (setmaxnreg 24 / 240)", loop<true, 1>, 384},
                       {"A8 cap (setmaxnreg 24 / 240)", loop<false, 1>, 384},
                       {"A16 cap + K / FP16 V^T ring", loop<true, 2>, 384},
-                      {"A8 cap + K / E4M3 V^T ring", loop<false, 2>, 384}};
+                      {"A8 cap + K / E4M3 V^T ring", loop<false, 2>, 384},
+                      {"S16 bare", loop<true, 0, true>, 256},
+                      {"S16 cap (setmaxnreg 24 / 240)", loop<true, 1, true>, 384},
+                      {"S16 cap + K / FP16 V^T ring", loop<true, 2, true>, 384}};
   FILE* f = argc > 1 ? std::fopen(argv[1], "w") : nullptr;
   if (f) std::fprintf(f, "{\"probe\": \"lab/probes/ladder_probe.cu\", \"sms\": %d, \"records\": [\n", sms);
   bool first = true;
