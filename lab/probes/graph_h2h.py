@@ -12,7 +12,14 @@ reversed every round; a replay's CUDA-event time / --calls is one sample. Median
 
   python3 lab/probes/graph_h2h.py --lib .carry/libfp8attn.so --out DIR \
       [--shapes "8,512,512,32,8,1;4,128,8192,32,8,1"] [--mode fp8attn] [--calls 20] [--rounds 40]
+      [--in-context]
 Writes DIR/graph_h2h.json (probe_doc: command, commit, GPU, date, records) and prints a table.
+
+--in-context (twenty-eighth session) adds the in-context twin: graphs whose every call follows
+the model's QKV GEMM (bench/methods.qkv_gemm), each call timed alone by a pair of external
+timing events captured into the graph (torch.cuda.Event(external=True): event record nodes), so
+the GEMM is not timed; per-call samples, replays alternated as above (protocol
+cuda_graph_in_context).
 """
 from __future__ import annotations
 
@@ -73,6 +80,37 @@ def capture(fns: list, calls: int, side) -> torch.cuda.CUDAGraph:
     return graph
 
 
+def capture_in_context(fns: list, calls: int, side, gemm):
+    """A graph of `calls` calls, each after the GEMM, each between two external timing events."""
+    marks = [(torch.cuda.Event(enable_timing=True, external=True),
+              torch.cuda.Event(enable_timing=True, external=True)) for _ in range(calls)]
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        for j in range(calls):
+            gemm()
+            marks[j][0].record()
+            fns[j % len(fns)]()
+            marks[j][1].record()
+    return graph, marks
+
+
+def time_graphs_in_context(graphs: dict, rounds: int) -> dict:
+    """{method: per-call ms samples}: one replay per method per round, order reversed each round,
+    each call's own time read from its events after the replay."""
+    names = list(graphs)
+    for name in names:
+        graphs[name][0].replay()
+    torch.cuda.synchronize()
+    samples = {n: [] for n in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            graph, marks = graphs[name]
+            graph.replay()
+            torch.cuda.synchronize()
+            samples[name] += [a.elapsed_time(b) for a, b in marks]
+    return samples
+
+
 def time_graphs(graphs: dict, calls: int, rounds: int) -> dict:
     """{method: per-call ms samples}: one replay per method per round, order reversed each round."""
     names = list(graphs)
@@ -99,6 +137,7 @@ def main() -> int:
     ap.add_argument("--mode", default="fp8attn", choices=["fp8attn", "fp8attn_exact"])
     ap.add_argument("--calls", type=int, default=20, help="calls per graph")
     ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--in-context", action="store_true", help="also each call after the QKV GEMM")
     args = ap.parse_args()
     fa3 = methods.load_fa3()
     if isinstance(fa3, str):
@@ -118,6 +157,21 @@ def main() -> int:
         ratio = med["fa3_fp8"] / med[args.mode]
         print(f"  {shape.label():40s} {args.mode} {med[args.mode] * 1e3:9.1f} us  fa3_fp8 "
               f"{med['fa3_fp8'] * 1e3:9.1f} us  {args.mode} / fa3_fp8 (speed) {ratio:.4f}", flush=True)
+        if args.in_context:
+            gemm = methods.qkv_gemm(shape)
+            with torch.cuda.stream(side):
+                gemm()
+            side.synchronize()
+            ctx_graphs = {name: capture_in_context(fns, args.calls, side, gemm) for name, fns in runners.items()}
+            ctx = time_graphs_in_context(ctx_graphs, args.rounds)
+            cmed = {n: statistics.median(s) for n, s in ctx.items()}
+            for name in cmed:
+                records.append(speed.record(name, shape, ctx[name], "cuda_graph_in_context",
+                                            calls_per_graph=args.calls, input_sets=len(runners[name])))
+            print(f"  {shape.label():40s} in context: {args.mode} {cmed[args.mode] * 1e3:9.1f} us  fa3_fp8 "
+                  f"{cmed['fa3_fp8'] * 1e3:9.1f} us  {args.mode} / fa3_fp8 (speed) "
+                  f"{cmed['fa3_fp8'] / cmed[args.mode]:.4f}", flush=True)
+            del ctx_graphs, gemm
         del graphs, runners
         torch.cuda.empty_cache()
     path = probe_doc.write(args.out, "graph_h2h.json", records, torch.cuda.get_device_name())
