@@ -12,7 +12,7 @@ reversed every round; a replay's CUDA-event time / --calls is one sample. Median
 
   python3 lab/probes/graph_h2h.py --lib .carry/libfp8attn.so --out DIR \
       [--shapes "8,512,512,32,8,1;4,128,8192,32,8,1"] [--mode fp8attn] [--calls 20] [--rounds 40]
-      [--in-context]
+      [--in-context] [--mode fp8attn_accurate --peer fa3_bf16]
 Writes DIR/graph_h2h.json (probe_doc: command, commit, GPU, date, records) and prints a table.
 
 --in-context (twenty-eighth session) adds the in-context twin: graphs whose every call follows
@@ -53,18 +53,23 @@ def parse_shapes(text: str) -> list[Shape]:
     return out
 
 
-def build(shape: Shape, lib, fa3, mode: str, side) -> dict:
-    """{method: [a runner per input set]}, built on `side` (the capture stream)."""
+def build(shape: Shape, lib, fa3, mode: str, side, peer: str = "fa3_fp8") -> dict:
+    """{method: [a runner per input set]}, built on `side` (the capture stream). The accurate mode
+    runs on FP16 V^T (fp8attn_calls.with_fp16_v); the peer FA3 BF16 on the BF16 data."""
     g = torch.Generator(device="cuda").manual_seed(shape.b * 7919 + shape.sq)
-    runners = {mode: [], "fa3_fp8": []}
+    runners = {mode: [], peer: []}
     with torch.cuda.stream(side):
         for _ in range(input_sets(shape)):
             q = torch.randn((shape.b, shape.sq, shape.h, 128), device="cuda", dtype=torch.bfloat16, generator=g)
             k = torch.randn((shape.b, shape.sk, shape.h_kv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
             v = torch.randn((shape.b, shape.sk, shape.h_kv, 128), device="cuda", dtype=torch.bfloat16, generator=g)
             qz = fc.quantize_per_head(q, k, v)
-            runners[mode].append(fc.kernel_runner(lib, qz, shape.causal, mode))
-            runners["fa3_fp8"].append(methods._fa3_fp8(fa3, qz, shape.causal))
+            if mode == fc.ACCURATE:
+                runners[mode].append(fc.accurate_runner(lib, fc.with_fp16_v(qz, v), shape.causal))
+            else:
+                runners[mode].append(fc.kernel_runner(lib, qz, shape.causal, mode))
+            runners[peer].append(methods._fa3_fp8(fa3, qz, shape.causal) if peer == "fa3_fp8"
+                                 else methods._fa3_bf16(fa3, q, k, v, shape.causal))
         for fns in runners.values():  # warm-up, outside the graphs
             for fn in fns:
                 fn()
@@ -134,7 +139,8 @@ def main() -> int:
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="b,sq,sk,h,hkv,causal;...")
-    ap.add_argument("--mode", default="fp8attn", choices=["fp8attn", "fp8attn_exact"])
+    ap.add_argument("--mode", default="fp8attn", choices=["fp8attn", "fp8attn_exact", "fp8attn_accurate"])
+    ap.add_argument("--peer", default="fa3_fp8", choices=["fa3_fp8", "fa3_bf16"])
     ap.add_argument("--calls", type=int, default=20, help="calls per graph")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--in-context", action="store_true", help="also each call after the QKV GEMM")
@@ -147,16 +153,17 @@ def main() -> int:
     side = torch.cuda.Stream()
     records = []
     for shape in parse_shapes(args.shapes):
-        runners = build(shape, lib, fa3, args.mode, side)
+        runners = build(shape, lib, fa3, args.mode, side, args.peer)
         graphs = {name: capture(fns, args.calls, side) for name, fns in runners.items()}
         samples = time_graphs(graphs, args.calls, args.rounds)
         med = {n: statistics.median(s) for n, s in samples.items()}
         for name in med:
             records.append(speed.record(name, shape, samples[name], "cuda_graph_alternating",
                                         calls_per_sample=args.calls, input_sets=len(runners[name])))
-        ratio = med["fa3_fp8"] / med[args.mode]
-        print(f"  {shape.label():40s} {args.mode} {med[args.mode] * 1e3:9.1f} us  fa3_fp8 "
-              f"{med['fa3_fp8'] * 1e3:9.1f} us  {args.mode} / fa3_fp8 (speed) {ratio:.4f}", flush=True)
+        pr = args.peer
+        ratio = med[pr] / med[args.mode]
+        print(f"  {shape.label():40s} {args.mode} {med[args.mode] * 1e3:9.1f} us  {pr} "
+              f"{med[pr] * 1e3:9.1f} us  {args.mode} / {pr} (speed) {ratio:.4f}", flush=True)
         if args.in_context:
             gemm = methods.qkv_gemm(shape)
             with torch.cuda.stream(side):
@@ -168,9 +175,9 @@ def main() -> int:
             for name in cmed:
                 records.append(speed.record(name, shape, ctx[name], "cuda_graph_in_context",
                                             calls_per_graph=args.calls, input_sets=len(runners[name])))
-            print(f"  {shape.label():40s} in context: {args.mode} {cmed[args.mode] * 1e3:9.1f} us  fa3_fp8 "
-                  f"{cmed['fa3_fp8'] * 1e3:9.1f} us  {args.mode} / fa3_fp8 (speed) "
-                  f"{cmed['fa3_fp8'] / cmed[args.mode]:.4f}", flush=True)
+            print(f"  {shape.label():40s} in context: {args.mode} {cmed[args.mode] * 1e3:9.1f} us  {pr} "
+                  f"{cmed[pr] * 1e3:9.1f} us  {args.mode} / {pr} (speed) "
+                  f"{cmed[pr] / cmed[args.mode]:.4f}", flush=True)
             del ctx_graphs, gemm
         del graphs, runners
         torch.cuda.empty_cache()
