@@ -152,32 +152,30 @@ def main() -> int:
     lib = fc.load(args.lib)
     side = torch.cuda.Stream()
     records = []
-    for shape in parse_shapes(args.shapes):
-        runners = build(shape, lib, fa3, args.mode, side, args.peer)
-        graphs = {name: capture(fns, args.calls, side) for name, fns in runners.items()}
-        samples = time_graphs(graphs, args.calls, args.rounds)
+    pr = args.peer
+
+    def report(shape, samples, runners, protocol, label, **extra):
+        """Each method's record of one protocol's samples, and the ratio line."""
         med = {n: statistics.median(s) for n, s in samples.items()}
         for name in med:
-            records.append(speed.record(name, shape, samples[name], "cuda_graph_alternating",
-                                        calls_per_sample=args.calls, input_sets=len(runners[name])))
-        pr = args.peer
-        ratio = med[pr] / med[args.mode]
-        print(f"  {shape.label():40s} {args.mode} {med[args.mode] * 1e3:9.1f} us  {pr} "
-              f"{med[pr] * 1e3:9.1f} us  {args.mode} / {pr} (speed) {ratio:.4f}", flush=True)
+            records.append(speed.record(name, shape, samples[name], protocol,
+                                        input_sets=len(runners[name]), **extra))
+        print(f"  {shape.label():40s} {label}{args.mode} {med[args.mode] * 1e3:9.1f} us  {pr} "
+              f"{med[pr] * 1e3:9.1f} us  {args.mode} / {pr} (speed) {med[pr] / med[args.mode]:.4f}", flush=True)
+
+    for shape in parse_shapes(args.shapes):
+        runners = build(shape, lib, fa3, args.mode, side, pr)
+        graphs = {name: capture(fns, args.calls, side) for name, fns in runners.items()}
+        report(shape, time_graphs(graphs, args.calls, args.rounds), runners, "cuda_graph_alternating", "",
+               calls_per_sample=args.calls)
         if args.in_context:
             gemm = methods.qkv_gemm(shape)
             with torch.cuda.stream(side):
                 gemm()
             side.synchronize()
             ctx_graphs = {name: capture_in_context(fns, args.calls, side, gemm) for name, fns in runners.items()}
-            ctx = time_graphs_in_context(ctx_graphs, args.rounds)
-            cmed = {n: statistics.median(s) for n, s in ctx.items()}
-            for name in cmed:
-                records.append(speed.record(name, shape, ctx[name], "cuda_graph_in_context",
-                                            calls_per_graph=args.calls, input_sets=len(runners[name])))
-            print(f"  {shape.label():40s} in context: {args.mode} {cmed[args.mode] * 1e3:9.1f} us  {pr} "
-                  f"{cmed[pr] * 1e3:9.1f} us  {args.mode} / {pr} (speed) "
-                  f"{cmed[pr] / cmed[args.mode]:.4f}", flush=True)
+            report(shape, time_graphs_in_context(ctx_graphs, args.rounds), runners, "cuda_graph_in_context",
+                   "in context: ", calls_per_graph=args.calls)
             del ctx_graphs, gemm
         del graphs, runners
         torch.cuda.empty_cache()
