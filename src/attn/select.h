@@ -33,6 +33,9 @@ enum class KernelId : int {
   // S 96 + O 64 + P 48 registers, per-block costs spread over 1.5x the keys, l from the tensor
   // core (the row sums of the FP16 P in the P V product: one FADD per score fewer); both masks.
   kFP16VtBlock192RowSum,
+  // ... or three consumer warpgroups over 128-key blocks with P through shared memory
+  // (launch.h's KernelFP16VtTrioBlock128).
+  kFP16VtTrioBlock128,
   kInvalid,
 };
 
@@ -100,6 +103,7 @@ constexpr const char* kernel_name(KernelId id) {
     case KernelId::kFP16Block128: return "fp16_block128";
     case KernelId::kFP16VtBlock128: return "fp16_vt_block128";
     case KernelId::kFP16VtBlock192RowSum: return "fp16_vt_block192_rowsum";
+    case KernelId::kFP16VtTrioBlock128: return "fp16_vt_trio_block128";
     default: return "invalid";
   }
 }
