@@ -78,7 +78,7 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
   if (p.vt_dtype == FP8ATTN_VT_FP16) {
     if (p.p_precision != FP8ATTN_P_FP16) return KernelId::kInvalid;
     if (k_scale_per_block(p)) return KernelId::kFP16VtBlock128;
-    return KernelId::kFP16VtBlock192RowSum;
+    return KernelId::kFP16VtTrioBlock128;
   }
   if (p.vt_dtype != FP8ATTN_VT_E4M3) return KernelId::kInvalid;
   switch (p.p_precision) {
