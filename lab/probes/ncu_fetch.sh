@@ -8,6 +8,7 @@
 # Writes $OUT/ncu-fetch.tar.gz (one CSV per TAG and shape); summarise here with
 # lab/tools/ncu_fetch_summary.py. SOURCE=1: the per-SASS-line stall samples instead (SourceCounters,
 # source page), for lab/tools/ncu_stall_reasons.py and lab/tools/ncu_fetch_summary.py --lines.
+# METHOD (default fp8attn): the method ncu_vs_fa3.py runs, e.g. fp8attn_accurate.
 set -u
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 [[ -x "$NCU" ]] || { echo "ncu not found"; exit 1; }
@@ -26,7 +27,7 @@ for spec in "$@"; do
     fi
     timeout 200 "$NCU" --clock-control none --kernel-name-base demangled -k regex:'attention_fwd_kernel' \
       --launch-skip 3 --launch-count 1 "${what[@]}" --csv \
-      python3 lab/probes/ncu_vs_fa3.py --lib "$lib" --method fp8attn \
+      python3 lab/probes/ncu_vs_fa3.py --lib "$lib" --method "${METHOD:-fp8attn}" \
       --b "$b" --s "$s" --h "$h" --hkv "$hkv" --causal "$c" > "$f" 2> "${f%.csv}.err"
     echo "== $tag b$b s$s c$c rc=$? $(wc -l < "$f") lines"
   done
