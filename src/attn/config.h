@@ -116,8 +116,10 @@ struct Config {
   // One K descale per head only: select.h never sends a per-block K descale (one per
   // FP8ATTN_K_SCALE_BLOCK = 128 keys) to a kernel whose blocks are longer. The FP16 P kernels
   // use it at compile time (the per-block scale's registers freed: the 192-key FP16 V^T kernel
-  // spilled without it); the 192-key E4M3 kernels keep their runtime test (their measured SASS).
-  static constexpr bool kKScaleHeadOnly = kP_ == PPrecision::kFP16 && kBlockN_ != 128;
+  // spilled without it), and the three-warpgroup FP16 V^T kernel (its 160 registers), which
+  // select.h sends no per-block K descale either; the 192-key E4M3 kernels keep their runtime test
+  // (their measured SASS).
+  static constexpr bool kKScaleHeadOnly = kP_ == PPrecision::kFP16 && (kBlockN_ != 128 || kConsumerWarpgroups_ == 3);
   // FP16 P from E4M3 V^T: the producer warpgroup's warps 1..3 convert each block (v_converter).
   static constexpr bool kConvertV = kFP16P && !kVtF16;
   // Two-level O accumulation (see PVAccumulator in kernel.cuh).
