@@ -25,17 +25,16 @@ FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_p
     // FP16 P against V in FP16 (up-converted from E4M3, exact, or an FP16 V^T's values: the
     // caller's V operand says which): one-level, the FP16 wgmma accumulating in FP32 (not the FP8
     // accumulator model: that is for the QK^T, still FP8), l the FP32 sum of the unrounded p, or,
-    // in the kernel for an FP16 V^T with one K descale per head (three consumer warpgroups,
-    // kFusedRowSum, either mask), the tensor core's sum of the FP16 P. Blocks: 128 keys in every
-    // FP16 P kernel.
-    const bool fused_row_sum = vt_fp16 && !k_descale_per_block;
-    nm.block_n = 128;
+    // in the 192-key kernel (kFusedRowSum, either mask), the tensor core's sum of the FP16 P.
+    // Blocks: 192 keys from an FP16 V^T with one K descale per head (the TMA-loaded kernel's
+    // registers allow it), else 128 (the converter kernel, or a per-128-key-block K descale).
+    nm.block_n = vt_fp16 && !k_descale_per_block ? 192 : 128;
     nm.last_to_first = true;
     nm.p_format = Format::FP16;
     nm.p_hilo = false;
     nm.p_offset_log2 = FP8ATTN_P_OFFSET_LOG2;  // the kernel's softmax is the same for every P
     nm.rescale_slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
-    nm.l_from_rounded_p = fused_row_sum;
+    nm.l_from_rounded_p = nm.block_n == 192;
     nm.acc_qk = acc;
     nm.acc_pv = Accumulator::kFP32;
     nm.two_level = false;

@@ -33,9 +33,6 @@ enum class KernelId : int {
   // S 96 + O 64 + P 48 registers, per-block costs spread over 1.5x the keys, l from the tensor
   // core (the row sums of the FP16 P in the P V product: one FADD per score fewer); both masks.
   kFP16VtBlock192RowSum,
-  // ... or three consumer warpgroups over 128-key blocks with P through shared memory
-  // (launch.h's KernelFP16VtTrioBlock128).
-  kFP16VtTrioBlock128,
   kInvalid,
 };
 
@@ -78,7 +75,7 @@ constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
   if (p.vt_dtype == FP8ATTN_VT_FP16) {
     if (p.p_precision != FP8ATTN_P_FP16) return KernelId::kInvalid;
     if (k_scale_per_block(p)) return KernelId::kFP16VtBlock128;
-    return KernelId::kFP16VtTrioBlock128;
+    return KernelId::kFP16VtBlock192RowSum;
   }
   if (p.vt_dtype != FP8ATTN_VT_E4M3) return KernelId::kInvalid;
   switch (p.p_precision) {
@@ -103,7 +100,6 @@ constexpr const char* kernel_name(KernelId id) {
     case KernelId::kFP16Block128: return "fp16_block128";
     case KernelId::kFP16VtBlock128: return "fp16_vt_block128";
     case KernelId::kFP16VtBlock192RowSum: return "fp16_vt_block192_rowsum";
-    case KernelId::kFP16VtTrioBlock128: return "fp16_vt_trio_block128";
     default: return "invalid";
   }
 }

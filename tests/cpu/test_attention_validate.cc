@@ -179,11 +179,11 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
     p.vt_dtype = FP8ATTN_VT_FP16;
     EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock128);
     p.kd_stride_blk = 0;
-    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtTrioBlock128);
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
     p.k_descale = nullptr;  // no K descale: one (of 1) per head
-    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtTrioBlock128);
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
     p.causal = 1 - p.causal;
-    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtTrioBlock128);
+    EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
     p.k_descale = kd;
     p.p_precision = rng() % 2 ? FP8ATTN_P_E4M3 : FP8ATTN_P_E4M3_HILO;
     EXPECT_EQ(select_kernel(p), KernelId::kInvalid);

@@ -143,7 +143,7 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
                               ? KernelId::kE4M3Block128
                               : fp8attn::attn::e4m3_head_scale_kernel(p);
     const KernelId fp16_vt = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kFP16VtBlock128
-                                                                       : KernelId::kFP16VtTrioBlock128;
+                                                                       : KernelId::kFP16VtBlock192RowSum;
     EXPECT_EQ(select_kernel(p), k.vt_dtype == FP8ATTN_VT_FP16 ? fp16_vt : e4m3);
     if (testing::Test::HasFailure()) break;
   }
