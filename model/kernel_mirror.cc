@@ -18,23 +18,27 @@ Tensor decode(const uint8_t* codes, int b, int s, int h) {
 }
 }  // namespace
 
-FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block, bool vt_fp16) {
+FlashNumerics kernel_numerics(int p_precision, Accumulator acc, bool k_descale_per_block, bool vt_fp16,
+                              bool three_warpgroups) {
   const bool hilo = p_precision == FP8ATTN_P_E4M3_HILO;
   FlashNumerics nm;
   if (p_precision == FP8ATTN_P_FP16) {
     // FP16 P against V in FP16 (up-converted from E4M3, exact, or an FP16 V^T's values: the
     // caller's V operand says which): one-level, the FP16 wgmma accumulating in FP32 (not the FP8
     // accumulator model: that is for the QK^T, still FP8), l the FP32 sum of the unrounded p, or,
-    // in the 192-key kernel (kFusedRowSum, either mask), the tensor core's sum of the FP16 P.
-    // Blocks: 192 keys from an FP16 V^T with one K descale per head (the TMA-loaded kernel's
-    // registers allow it), else 128 (the converter kernel, or a per-128-key-block K descale).
-    nm.block_n = vt_fp16 && !k_descale_per_block ? 192 : 128;
+    // in the kernels for an FP16 V^T with one K descale per head (kFusedRowSum, either mask), the
+    // tensor core's sum of the FP16 P. Blocks: 192 keys in the two-warpgroup kernel for an FP16
+    // V^T with per-head K descales (its registers allow it), 128 in its three-warpgroup form
+    // (three_warpgroups: src/attn/select.h's fp16_vt_three_warpgroups), the converter kernel and
+    // with per-block K descales.
+    const bool fused_row_sum = vt_fp16 && !k_descale_per_block;
+    nm.block_n = fused_row_sum && !three_warpgroups ? 192 : 128;
     nm.last_to_first = true;
     nm.p_format = Format::FP16;
     nm.p_hilo = false;
     nm.p_offset_log2 = FP8ATTN_P_OFFSET_LOG2;  // the kernel's softmax is the same for every P
     nm.rescale_slack_log2 = FP8ATTN_RESCALE_SLACK_LOG2;
-    nm.l_from_rounded_p = nm.block_n == 192;
+    nm.l_from_rounded_p = fused_row_sum;
     nm.acc_qk = acc;
     nm.acc_pv = Accumulator::kFP32;
     nm.two_level = false;
@@ -88,7 +92,8 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in) {
   fi.v = &v;
   fi.q_scale = in.q_descale;
   const FlashNumerics nm =
-      kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block, in.vt_fp16 || in.v_f16);
+      kernel_numerics(in.p_precision, in.accumulator, in.k_descale_per_block, in.vt_fp16 || in.v_f16,
+                      in.three_warpgroups);
   // k_descale comes as (b, h_kv, ceil(sk / 128)); a per-head descale is its first entry per head,
   // laid out again for the engine's (b, h_kv, ceil(sk / block_n)).
   std::vector<float> k_scale_per_head;

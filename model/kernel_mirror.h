@@ -56,6 +56,9 @@ struct KernelMirrorInputs {
   // V^T in FP16 (FP8ATTN_VT_FP16; implied by v_f16): FP16 P with per-head K descales then runs
   // 192-key blocks. The values may still be E4M3 ones given in v.
   bool vt_fp16 = false;
+  // The FP16 V^T kernel's three-warpgroup form (128-key blocks; src/attn/select.h's
+  // fp16_vt_three_warpgroups says which calls take it).
+  bool three_warpgroups = false;
 };
 
 struct KernelMirrorOutputs {
@@ -75,9 +78,11 @@ KernelMirrorOutputs kernel_mirror_forward(const KernelMirrorInputs& in);
 // 192-key blocks from an FP16 V^T (vt_fp16) with per-head K descales, else 128; l the tensor
 // core's sum of the FP16 P in the 192-key kernel (either mask), else the FP32 sum of the
 // unrounded p.
+// three_warpgroups: the FP16 V^T kernel's three-warpgroup form (128-key blocks), which the
+// kernel's dispatch takes for long non-causal calls (src/attn/select.h, fp16_vt_three_warpgroups).
 FlashNumerics kernel_numerics(int p_precision = FP8ATTN_P_E4M3,
                               Accumulator acc = Accumulator::kFP32, bool k_descale_per_block = true,
-                              bool vt_fp16 = false);
+                              bool vt_fp16 = false, bool three_warpgroups = false);
 
 // V^T as the pre-pass writes it, (b, h_kv, 128, vt_seqlen_pad) with keys permuted within groups
 // of 32 (fp8attn_vt_key_at), back to V (b, sk, h_kv, 128).

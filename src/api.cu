@@ -34,6 +34,7 @@ fp8attn_status fp8attn_attention_fwd(const fp8attn_fwd_params* params, void* str
     case KernelId::kFP16VtBlock128: return launch<KernelFP16VtBlock128>(*params, dev_info, opts, st);
     case KernelId::kFP16VtBlock192RowSum:
       return launch<KernelFP16VtBlock192RowSum>(*params, dev_info, opts, st);
+    case KernelId::kFP16VtTrioBlock128: return launch<KernelFP16VtTrioBlock128>(*params, dev_info, opts, st);
     default: return fail(FP8ATTN_ERROR_INVALID_ARGUMENT, "no kernel for these arguments");
   }
 }

@@ -23,7 +23,7 @@ enum class FirstBlock : int { kWhole = 0, kTrim = 2 };
 template <PPrecision kP_, bool kTwoLevel_, int kBlockN_, int kStages_, bool kTcRowSum_,
           int kPolyExpEvery_ = 0, VtType kVt_ = VtType::kE4M3, bool kTmaStoreO_ = false,
           FirstBlock kFirst_ = FirstBlock::kWhole, bool kFusedRowSum_ = false,
-          bool kExactSoftmax_ = false>
+          bool kExactSoftmax_ = false, int kConsumerWarpgroups_ = 2>
 struct Config {
   // FP8ATTN_P_E4M3_EXACT's softmax: P's offset FP8ATTN_P_EXACT_OFFSET_LOG2 (8) against the exact
   // running max (no slack), instead of FP8ATTN_P_OFFSET_LOG2 (5) with FP8ATTN_RESCALE_SLACK_LOG2
@@ -116,8 +116,10 @@ struct Config {
   // One K descale per head only: select.h never sends a per-block K descale (one per
   // FP8ATTN_K_SCALE_BLOCK = 128 keys) to a kernel whose blocks are longer. The FP16 P kernels
   // use it at compile time (the per-block scale's registers freed: the 192-key FP16 V^T kernel
-  // spilled without it); the 192-key E4M3 kernels keep their runtime test (their measured SASS).
-  static constexpr bool kKScaleHeadOnly = kP_ == PPrecision::kFP16 && kBlockN_ != 128;
+  // spilled without it), and the three-warpgroup FP16 V^T kernel (its 160 registers), which
+  // select.h sends no per-block K descale either; the 192-key E4M3 kernels keep their runtime test
+  // (their measured SASS).
+  static constexpr bool kKScaleHeadOnly = kP_ == PPrecision::kFP16 && (kBlockN_ != 128 || kConsumerWarpgroups_ == 3);
   // FP16 P from E4M3 V^T: the producer warpgroup's warps 1..3 convert each block (v_converter).
   static constexpr bool kConvertV = kFP16P && !kVtF16;
   // Two-level O accumulation (see PVAccumulator in kernel.cuh).
@@ -130,9 +132,23 @@ struct Config {
   // key_blocks_serial in kernel.cuh).
   static constexpr bool kIntraWgOverlap = !kTwoLevel_;
   static constexpr int kHeadDim = 128;
-  // 64 query rows per consumer warpgroup (the wgmma M), two consumer warpgroups per CTA.
-  static constexpr int kConsumerWarpgroups = 2;
+  // 64 query rows per consumer warpgroup (the wgmma M), two or three consumer warpgroups per CTA,
+  // taking turns at the tensor core in a ring (two: the ping-pong). Three (FP16 P on an FP16 V^T
+  // only): two warpgroups' GEMMs run under each softmax instead of one, for a consumer budget of
+  // 160 registers, so 128-key blocks and P through shared memory (kPSmem): the synthetic loop
+  // measured 13% fewer cycles per score than the two-warpgroup 192-key loop
+  // (lab/probes/trio_probe.cu).
+  static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
+  static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "two or three consumer warpgroups");
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
+  // P through shared memory: the softmax stores P (FP16) into its warpgroup's buffer (stmatrix,
+  // the wgmma's K-major A layout) and the P V reads it there (SS), so no P register is live
+  // across the softmax; the buffer is also the warpgroup's O staging in the epilogue.
+  static constexpr bool kPSmem = kConsumerWarpgroups == 3;
+  static_assert(!kPSmem || (kFP16P && kVtF16 && kFusedRowSum_ && kTmaStoreO_ && kBlockN_ == 128 &&
+                            kFirst_ == FirstBlock::kWhole),
+                "three consumer warpgroups: FP16 P on an FP16 V^T with the fused row sums, the "
+                "TMA-store epilogue (whose staging is P's buffer), 128-key blocks, whole first blocks");
   // Keys per block. 128: the S accumulator (64 regs), the running O (64), the fresh per-block O
   // of two-level accumulation (64) and P (16) fit in 240 registers, and a block is one
   // FP8ATTN_K_SCALE_BLOCK, so a per-block K descale is one scalar per block. 192: only with
@@ -144,12 +160,14 @@ struct Config {
   static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
   // setmaxnreg budget: producer + 2 x consumer <= 504 (the 168 registers per thread the launch
   // allocates for 384 threads, x 3), each a multiple of 8. FP16 P from E4M3 V^T: the producer
-  // warpgroup's warps 1..3 convert V to FP16 and need more than 24 (40 + 2 x 232 = 504).
-  static constexpr int kProducerRegs = kConvertV ? 40 : 24;
-  static constexpr int kConsumerRegs = kConvertV ? 232 : 240;
-  static_assert(kProducerRegs + 2 * kConsumerRegs <= 504 && kProducerRegs % 8 == 0 &&
+  // warpgroup's warps 1..3 convert V to FP16 and need more than 24 (40 + 2 x 232 = 504). Three
+  // consumer warpgroups: 128 per thread for 512 threads, x 4 = 512 = 32 + 3 x 160 (FA3's split).
+  static constexpr int kRegPool = kConsumerWarpgroups == 2 ? 504 : 512;
+  static constexpr int kProducerRegs = kConsumerWarpgroups == 3 ? 32 : kConvertV ? 40 : 24;
+  static constexpr int kConsumerRegs = kConsumerWarpgroups == 3 ? 160 : kConvertV ? 232 : 240;
+  static_assert(kProducerRegs + kConsumerWarpgroups * kConsumerRegs <= kRegPool && kProducerRegs % 8 == 0 &&
                     kConsumerRegs % 8 == 0,
-                "setmaxnreg: the pool is 504 registers per thread slot, in multiples of 8");
+                "setmaxnreg: the pool is 504 (512 with 512 threads) registers per thread slot, in multiples of 8");
   // FP16 P from E4M3 V^T: the converter warps (producer warpgroup warps 1..3).
   static constexpr int kConverterWarps = kConvertV ? 3 : 0;
   static constexpr int kTileBytesQ = kBlockM * kHeadDim;  // E4M3: one byte per element

@@ -126,7 +126,7 @@ __device__ __forceinline__ void store_o_tma(const KernelParams& p, const Tile& t
                                             uint8_t* buf, const PVAccumulator<Cfg>& acc,
                                             const EpilogueOperands& eo, const float (&inv_l)[2]) {
   const int t128 = threadIdx.x % 128, lane = t128 % 32, warp = t128 / 32;
-  const int bar = static_cast<int>(NamedBarrier::kEpilogueWG0) + wg;
+  const int bar = epilogue_barrier<Cfg>(wg);
   if (t128 == 0) ptx::bulk_wait_group_read_all();
   ptx::named_barrier_sync(bar, 128);
   // stmatrix x4 number j4 covers channel groups i = 2 j4, 2 j4 + 1 (8 channels each) of rows
@@ -182,6 +182,14 @@ __device__ __forceinline__ void epilogue(const KernelParams& p, const Tile& tile
       p.lse[li] = lse;
     }
   }
+}
+
+// Config::kPSmem: a tile's first P goes into the buffer that staged the previous tile's O; wait
+// until that tile's TMA stores have read it (the whole warpgroup, before any warp writes).
+template <class Cfg>
+__device__ __forceinline__ void wait_staging_read(int wg) {
+  if (threadIdx.x % 128 == 0) ptx::bulk_wait_group_read_all();
+  ptx::named_barrier_sync(epilogue_barrier<Cfg>(wg), 128);
 }
 
 // Before the consumer warpgroup exits: its last TMA stores have completed.

@@ -7,6 +7,7 @@
 #include "attn/config.h"
 #include "attn/pipeline.cuh"
 #include "attn/softmax.cuh"
+#include "ptx/tma.cuh"
 #include "ptx/warpgroup.cuh"
 #include "ptx/wgmma_f16.cuh"
 #include "ptx/wgmma_fp8.cuh"
@@ -18,18 +19,65 @@ using Softmax = OnlineSoftmax<Cfg::kBlockN, Cfg::kPolyExpEvery, Cfg::kTcRowSum, 
 
 // P as A-fragments of the PV wgmma: E4M3 (4 keys a register), plus the lo term for hi+lo; or
 // FP16 (2 keys a register).
+// With P in shared memory (Config::kPSmem) no fragment is kept: one unused register.
 template <class Cfg>
 struct PFragments {
   static constexpr bool kHiLo = Cfg::kP == PPrecision::kE4M3HiLo;
-  uint32_t hi[Cfg::kFP16P ? Cfg::kBlockN / 4 : Cfg::kBlockN / 8];
+  uint32_t hi[Cfg::kPSmem ? 1 : Cfg::kFP16P ? Cfg::kBlockN / 4 : Cfg::kBlockN / 8];
   uint32_t lo[kHiLo ? Cfg::kBlockN / 8 : 1];
 };
 
-// p (FP32, in S's registers) -> P's fragments. kR < the block's registers: a trimmed first block,
-// its later k-steps P = 0.
+// The address of consumer warpgroup wg's P buffer (Config::kPSmem; 0 in the other kernels).
+template <class Cfg>
+__device__ __forceinline__ uint32_t p_buffer_addr(SharedStorage<Cfg>& sm, int wg) {
+  if constexpr (Cfg::kPSmem) return ptx::smem_addr(sm.p.b[wg]);
+  else return 0u;
+}
+
+// Consumer warpgroup wg's O staging buffer (Config::kTmaStoreO; with P in shared memory, P's
+// buffer), or none.
+template <class Cfg>
+__device__ __forceinline__ uint8_t* o_staging(SharedStorage<Cfg>& sm, int wg) {
+  if constexpr (Cfg::kPSmem) return sm.p.b[wg];
+  else if constexpr (Cfg::kTmaStoreO) return sm.o[wg];
+  else return nullptr;
+}
+
+// p (FP32, accumulator layout) -> FP16 in the warpgroup's P buffer (Config::kPSmem), the K-major
+// A operand of the SS P V: [kBlockN / 64 halves][64 rows][128 B], 128-byte swizzle (16-byte chunk
+// c of row r at chunk c ^ (r % 8)). k-step j (keys 16j..16j+15) is one stmatrix x4 per thread:
+// its registers {s[8j], s[8j+1]}, {s[8j+2], s[8j+3]}, {s[8j+4], s[8j+5]}, {s[8j+6], s[8j+7]} are
+// the 8 x 8 matrices (rows r0, keys 16j..), (r0 + 8, 16j..), (r0, 16j + 8..), (r0 + 8, 16j + 8..),
+// and lane l gives the address of row l % 8 of matrix l / 8. Then made visible to the async proxy;
+// the turn's barrier (all 128 threads of the warpgroup) orders every warp's stores before the
+// wgmma. The caller has waited for the P V that read the buffer before.
 template <class Cfg, int kR = Softmax<Cfg>::kRegs>
-__device__ __forceinline__ void make_p_fragments(const float (&s)[kR], PFragments<Cfg>& pf) {
-  if constexpr (Cfg::kFP16P) {
+__device__ __forceinline__ void store_p_smem(const float (&s)[kR], uint32_t p_addr) {
+  static_assert(kR % 8 == 0 && kR <= Softmax<Cfg>::kRegs, "whole 16-key k-steps");
+  const int t128 = threadIdx.x % 128, lane = t128 % 32, m = lane / 8;
+  const int row = 16 * (t128 / 32) + 8 * (m % 2) + lane % 8;
+  const uint32_t row_addr = p_addr + row * 128;
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 16; ++j) {
+    const int key0 = 16 * j + 8 * (m / 2);
+    const uint32_t addr = row_addr + (key0 / 64) * (64 * 128) + ((((key0 % 64) / 8) ^ (row % 8)) << 4);
+    if (8 * j < kR) {
+      ptx::stmatrix_x4(addr, ptx::pack_f16x2(s[8 * j], s[8 * j + 1]), ptx::pack_f16x2(s[8 * j + 2], s[8 * j + 3]),
+                       ptx::pack_f16x2(s[8 * j + 4], s[8 * j + 5]), ptx::pack_f16x2(s[8 * j + 6], s[8 * j + 7]));
+    } else {
+      ptx::stmatrix_x4(addr, 0u, 0u, 0u, 0u);  // a trimmed block's later keys: P = 0
+    }
+  }
+  // The fence (to the async proxy) comes just before the turn that issues the P V.
+}
+
+// p (FP32, in S's registers) -> P's fragments (or, Config::kPSmem, P's buffer at p_addr). kR < the
+// block's registers: a trimmed first block, its later k-steps P = 0.
+template <class Cfg, int kR = Softmax<Cfg>::kRegs>
+__device__ __forceinline__ void make_p_fragments(const float (&s)[kR], PFragments<Cfg>& pf, uint32_t p_addr = 0) {
+  if constexpr (Cfg::kPSmem) {
+    store_p_smem<Cfg, kR>(s, p_addr);
+  } else if constexpr (Cfg::kFP16P) {
     Softmax<Cfg>::template to_f16_fragments<kR>(s, pf.hi);
   } else {
     Softmax<Cfg>::template to_e4m3_fragments<PFragments<Cfg>::kHiLo, kR>(s, pf.hi, pf.lo);
@@ -99,6 +147,21 @@ __device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragment
   }
 }
 
+// acc (+)= P V_n with P from the warpgroup's buffer (Config::kPSmem): kBlockN/16 k-steps of 16
+// keys, four per 64-key half of both P (64 rows x 128 B) and V (kV16HalfStride).
+template <class Cfg, int kAccRegs>
+__device__ __forceinline__ void issue_pv_smem(float (&acc)[kAccRegs], uint32_t p_addr, uint32_t v_addr) {
+  static_assert(Cfg::kPSmem && kAccRegs == 68, "P in shared memory: the fused row sums' m64n136k16");
+  using D = ptx::DescKMajor<128>;
+  const uint32_t dp0 = D::lo(p_addr), dv0 = D::lo(v_addr);
+#pragma unroll
+  for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk) {
+    const uint64_t dp = D::make(dp0 + ((kk / 4) * (64 * 128) + (kk % 4) * 32) / 16);
+    const uint64_t dv = D::make(dv0 + ((kk / 4) * Cfg::kV16HalfStride + (kk % 4) * 32) / 16);
+    ptx::wgmma_ss_f16(acc, dp, dv, 1);
+  }
+}
+
 // The P V product of one block and its merge into the running O, in the two ways Config allows:
 //   two-level: O_n into fresh registers, then O = O * alpha + O_n in FP32: the wgmma's
 //              reduced-precision accumulation never spans more than one block;
@@ -149,8 +212,10 @@ struct PVAccumulator {
       for (int i = kRegs; i < kAccRegs; ++i) o[i] = fminf(fabsf(o[i]), 0.f);
     }
   }
-  __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr) {
-    if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
+  // p_addr: the warpgroup's P buffer (Config::kPSmem only).
+  __device__ __forceinline__ void issue(const PFragments<Cfg>& pf, uint32_t v_addr, uint32_t p_addr = 0) {
+    if constexpr (Cfg::kPSmem) issue_pv_smem<Cfg>(o, p_addr, v_addr);
+    else if constexpr (kTwoLevel) issue_pv<Cfg, false>(o_blk, pf, v_addr);
     else issue_pv<Cfg, true>(o, pf, v_addr);
     if constexpr (kTcRowSum && !kFused) {
       const uint64_t d1 = ptx::make_desc_kmajor<64>(ones_addr);  // ones_addr: warp-uniform

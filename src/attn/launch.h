@@ -57,6 +57,14 @@ static_assert(!KernelFP16VtBlock192RowSum::kTurnAfterMax,
 static_assert(KernelFP16VtBlock192RowSum::kSplitMaskLoop,
               "Config::kSplitMaskLoop: measured faster in the accurate mode");
 
+// FP16 V^T with three consumer warpgroups (192-row tiles, a ring of turns), 128-key blocks, P
+// through shared memory into an SS P V (Config::kPSmem), the row sums fused as the 192-key
+// kernel's, O through P's buffer and the TMA; 2 stages (Q 48 + K 32 + V 68 + P 48 KiB).
+using KernelFP16VtTrioBlock128 =
+    Config<PPrecision::kFP16, false, 128, 2, /*kTcRowSum=*/true, /*kPolyExpEvery=*/0, VtType::kFP16,
+           /*kTmaStoreO=*/true, FirstBlock::kWhole, /*kFusedRowSum=*/true, /*kExactSoftmax=*/false,
+           /*kConsumerWarpgroups=*/3>;
+
 extern template fp8attn_status launch<KernelE4M3Block192Trim>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                               const LaunchOptions&, cudaStream_t);
 extern template fp8attn_status launch<KernelE4M3ExactBlock192Trim>(const fp8attn_fwd_params&,
@@ -75,5 +83,9 @@ extern template fp8attn_status launch<KernelFP16VtBlock128>(const fp8attn_fwd_pa
 extern template fp8attn_status launch<KernelFP16VtBlock192RowSum>(const fp8attn_fwd_params&,
                                                                   const DeviceInfo&, const LaunchOptions&,
                                                                   cudaStream_t);
+
+extern template fp8attn_status launch<KernelFP16VtTrioBlock128>(const fp8attn_fwd_params&,
+                                                                const DeviceInfo&, const LaunchOptions&,
+                                                                cudaStream_t);
 
 }  // namespace fp8attn::attn

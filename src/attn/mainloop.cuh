@@ -144,19 +144,25 @@ __device__ __forceinline__ void key_blocks_serial(const KernelParams& p, SharedS
 }
 
 // ---------------------------------------------------------------------------------------------
-// Consumer warpgroup `wg` (0 or 1): rows 64*wg .. 64*wg+63 of each query tile.
+// Consumer warpgroup `wg` (0 .. kConsumerWarpgroups - 1): rows 64*wg .. 64*wg+63 of each query
+// tile. `other_turn` is the turn this warpgroup hands over: the other's (ping-pong) or the next
+// one's in the ring of three; each turn's barrier counts the warpgroup taking it and the one
+// handing it over.
 template <class Cfg>
 __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cfg>& sm, int wg) {
   constexpr int kThreadsPingPong = 2 * 128;
+  constexpr int kW = Cfg::kConsumerWarpgroups;
   const int my_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + wg;
-  const int other_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (1 - wg);
+  const int other_turn = kW == 2 ? static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (1 - wg) : next_turn<Cfg>(wg);
   const int t128 = threadIdx.x % 128;
   const int row_in_tile = 64 * wg + 16 * (t128 / 32) + (t128 % 32) / 4;
   const uint32_t q_off = 64 * wg * Cfg::kHeadDim;
 
-  if (wg == 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);  // warpgroup 0 issues first
-  // This warpgroup's O staging buffer (TMA-store epilogue only).
-  uint8_t* const o_buf = Cfg::kTmaStoreO ? sm.o[wg] : nullptr;
+  // Warpgroup 0 issues first: the last one hands it the first turn.
+  if (wg == kW - 1) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
+  // This warpgroup's O staging buffer (TMA-store epilogue only; with P in shared memory, P's).
+  uint8_t* const o_buf = o_staging<Cfg>(sm, wg);
+  const uint32_t p_addr = p_buffer_addr<Cfg>(sm, wg);
 
   // K and V rings advance in step: every K block consumed is later followed by its V block.
   // it_k counts K blocks consumed, it_v V blocks; it_v is it_k - 1 inside a tile's loop and
@@ -309,7 +315,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       block_scale(n, scale);
       if (n >= kr.n_mask_lo) softmax.template step<true>(s, n * Cfg::kBlockN, limit, scale, alpha);
       else softmax.template step<false>(s, n * Cfg::kBlockN, limit, scale, alpha);
-      make_p_fragments<Cfg>(s, pf);
+      if constexpr (Cfg::kPSmem) wait_staging_read<Cfg>(wg);
+      make_p_fragments<Cfg>(s, pf, p_addr);
     }
 
     // Steady state: QK^T of block n with PV of block n+1. `masked` (Config::kSplitMaskLoop): the
@@ -317,6 +324,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     auto steady_block = [&](auto masked) {
       if constexpr (Cfg::kUniformRingCounter) it_k = __shfl_sync(0xffffffff, it_k, 0);
       ptx::mbar_wait<Cfg::kSleepingWaits>(&sm.k_full[KV::stage_of(it_k)], KV::phase_of(it_k));
+      if constexpr (Cfg::kPSmem) ptx::fence_proxy_async_shared_cta();
       ptx::named_barrier_sync(my_turn, kThreadsPingPong);
       fence_regs(pf);
       ptx::wgmma_fence();
@@ -325,7 +333,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       ptx::mbar_wait<Cfg::kSleepingWaits>(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
       acc.before_issue(alpha);
       ptx::wgmma_fence();
-      acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)));
+      acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)), p_addr);
       ptx::wgmma_commit();
       if constexpr (!Cfg::kTurnAfterMax) ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
 
@@ -352,7 +360,7 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
       ++it_k;
       acc.after_wait(alpha);
       if constexpr (Softmax<Cfg>::kTcRowSum) softmax.add_block_sum(acc.block_sum_r0(), acc.block_sum_r8(), alpha_next);
-      make_p_fragments<Cfg>(s, pf);  // only now: the PV that read pf has completed
+      make_p_fragments<Cfg>(s, pf, p_addr);  // only now: the PV that read pf has completed
       alpha[0] = alpha_next[0];
       alpha[1] = alpha_next[1];
     };
@@ -371,11 +379,12 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
     if constexpr (Cfg::kTmaStoreO) eo.load(p, tile, row0, kv_head);
     else eo.load(p, tile, row0);
     ptx::mbar_wait<Cfg::kSleepingWaits>(PVOperand<Cfg>::full(sm, KV::stage_of(it_k - 1)), KV::phase_of(it_k - 1));
+    if constexpr (Cfg::kPSmem) ptx::fence_proxy_async_shared_cta();
     ptx::named_barrier_sync(my_turn, kThreadsPingPong);
     fence_regs(pf);
     acc.before_issue(alpha);
     ptx::wgmma_fence();
-    acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)));
+    acc.issue(pf, PVOperand<Cfg>::addr(sm, KV::stage_of(it_k - 1)), p_addr);
     ptx::wgmma_commit();
     ptx::named_barrier_arrive(other_turn, kThreadsPingPong);
     ptx::wgmma_wait<0>();

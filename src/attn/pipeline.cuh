@@ -24,6 +24,17 @@ struct alignas(1024) OnesTile {
 template <>
 struct OnesTile<0> {};
 
+// P's buffers (Config::kPSmem): per consumer warpgroup [kBlockN / 64 halves][64 rows][128 B] of
+// FP16, the P V wgmma's K-major A operand (128-byte swizzle), also the warpgroup's O staging in
+// the epilogue (64 rows x 128 channels of BF16: the same 16 KiB at 128-key blocks). Nothing (an
+// empty member) in the other kernels.
+template <int kWarpgroups, int kBytes>
+struct alignas(1024) PTiles {
+  uint8_t b[kWarpgroups][kBytes];
+};
+template <int kWarpgroups>
+struct PTiles<kWarpgroups, 0> {};
+
 // Shared memory: tiles first (1024-byte aligned for the 128-byte swizzle), barriers last.
 template <class Cfg>
 struct alignas(1024) SharedStorage {
@@ -40,7 +51,10 @@ struct alignas(1024) SharedStorage {
   // The epilogue's BF16 O (Config::kTmaStoreO; 16 bytes otherwise), one buffer per consumer
   // warpgroup: two column halves of [64 rows][64 channels] (128-byte rows, 128-byte swizzle),
   // stored to global memory by the TMA.
-  alignas(1024) uint8_t o[Cfg::kTmaStoreO ? Cfg::kConsumerWarpgroups : 1][Cfg::kTmaStoreO ? kOStageBytes : 16];
+  // With P in shared memory (Config::kPSmem) the staging is P's buffer (p below).
+  alignas(1024) uint8_t o[Cfg::kTmaStoreO && !Cfg::kPSmem ? Cfg::kConsumerWarpgroups : 1]
+                         [Cfg::kTmaStoreO && !Cfg::kPSmem ? kOStageBytes : 16];
+  [[no_unique_address]] PTiles<Cfg::kConsumerWarpgroups, Cfg::kPSmem ? Cfg::kBlockN * 64 * 2 : 0> p;
   uint64_t q_full[2], q_empty[2];
   uint64_t k_full[Cfg::kStages], k_empty[Cfg::kStages];
   uint64_t v_full[Cfg::kStages], v_empty[Cfg::kStages];
@@ -58,10 +72,22 @@ struct alignas(1024) SharedStorage {
 };
 
 // Named barrier ids (0 is __syncthreads). kWarpSchedulerWG0 + i lets consumer warpgroup i issue
-// its GEMMs: the two warpgroups alternate (ping-pong), so one's softmax runs under the other's
-// tensor-core work.
-// kEpilogueWG0 + i: consumer warpgroup i's 128 threads around its O staging buffer.
+// its GEMMs: the warpgroups take turns (two: ping-pong; three: a ring), so one's softmax runs
+// under the others' tensor-core work.
+// kEpilogueWG0 + i: consumer warpgroup i's 128 threads around its O staging buffer (with three
+// consumer warpgroups the ids after the three turns' instead: epilogue_barrier).
 enum class NamedBarrier : int { kWarpSchedulerWG0 = 1, kWarpSchedulerWG1 = 2, kEpilogueWG0 = 3, kEpilogueWG1 = 4 };
+template <class Cfg>
+__device__ __forceinline__ int epilogue_barrier(int wg) {
+  return (Cfg::kConsumerWarpgroups == 2 ? static_cast<int>(NamedBarrier::kEpilogueWG0)
+                                        : static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + Cfg::kConsumerWarpgroups) +
+         wg;
+}
+// The turn consumer warpgroup wg hands over: the next one's in the ring.
+template <class Cfg>
+__device__ __forceinline__ int next_turn(int wg) {
+  return static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (wg + 1) % Cfg::kConsumerWarpgroups;
+}
 
 // Ring position of the it-th block through a kStages-deep ring, and the parity of its phase.
 template <int kStages>

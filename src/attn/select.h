@@ -33,6 +33,10 @@ enum class KernelId : int {
   // S 96 + O 64 + P 48 registers, per-block costs spread over 1.5x the keys, l from the tensor
   // core (the row sums of the FP16 P in the P V product: one FADD per score fewer); both masks.
   kFP16VtBlock192RowSum,
+  // ... or, for long non-causal calls with many tiles (fp16_vt_three_warpgroups), three consumer
+  // warpgroups over 128-key blocks with P through shared memory (launch.h's
+  // KernelFP16VtTrioBlock128).
+  kFP16VtTrioBlock128,
   kInvalid,
 };
 
@@ -69,13 +73,28 @@ constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
                                                : KernelId::kE4M3Block192Trim;
 }
 
+// The accurate mode's kernel for an FP16 V^T with one K descale per head: three consumer
+// warpgroups (192-row tiles, 128-key blocks) where they measured faster, head to head with FA3
+// FP8 against the two-warpgroup 192-key kernel (lab/perf-log.md, twenty-ninth session): non-causal
+// calls with at least 8192 keys and at least 1024 tiles of 192 rows (+4% at 8k, +5% at 16k, level
+// at 8000). Not causal calls (the 192-row tiles' diagonal: 2-18% slower), nor short keys (level
+// at 4k, slower at 1k and 2k), nor few tiles (sq 2k x sk 16k, 352 tiles: 8% slower).
+inline constexpr int kThreeWarpgroupMinKeys = 8192;
+inline constexpr long long kThreeWarpgroupMinTiles = 1024;
+constexpr bool fp16_vt_three_warpgroups(bool causal, int seqlen_q, int seqlen_k, int batch, int heads) {
+  return !causal && seqlen_k >= kThreeWarpgroupMinKeys &&
+         static_cast<long long>((seqlen_q + 191) / 192) * heads * batch >= kThreeWarpgroupMinTiles;
+}
+
 // kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()
 // rejects them first).
 constexpr KernelId select_kernel(const fp8attn_fwd_params& p) {
   if (p.vt_dtype == FP8ATTN_VT_FP16) {
     if (p.p_precision != FP8ATTN_P_FP16) return KernelId::kInvalid;
     if (k_scale_per_block(p)) return KernelId::kFP16VtBlock128;
-    return KernelId::kFP16VtBlock192RowSum;
+    return fp16_vt_three_warpgroups(p.causal != 0, p.seqlen_q, p.seqlen_k, p.batch, p.heads)
+               ? KernelId::kFP16VtTrioBlock128
+               : KernelId::kFP16VtBlock192RowSum;
   }
   if (p.vt_dtype != FP8ATTN_VT_E4M3) return KernelId::kInvalid;
   switch (p.p_precision) {
@@ -100,6 +119,7 @@ constexpr const char* kernel_name(KernelId id) {
     case KernelId::kFP16Block128: return "fp16_block128";
     case KernelId::kFP16VtBlock128: return "fp16_vt_block128";
     case KernelId::kFP16VtBlock192RowSum: return "fp16_vt_block192_rowsum";
+    case KernelId::kFP16VtTrioBlock128: return "fp16_vt_trio_block128";
     default: return "invalid";
   }
 }

@@ -184,6 +184,20 @@ TEST(AttentionSelect, FollowsPrecisionAndKScaleGranularity) {
     EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
     p.causal = 1 - p.causal;
     EXPECT_EQ(select_kernel(p), KernelId::kFP16VtBlock192RowSum);
+    {
+      // Long non-causal calls with many 192-row tiles: the three-warpgroup form; causal, fewer
+      // keys or fewer tiles: the 192-key kernel.
+      fp8attn_fwd_params l = p;
+      l.causal = 0, l.seqlen_k = 8192 + static_cast<int>(rng() % 8192), l.batch = 1, l.heads = 64;
+      l.seqlen_q = 192 * 16;  // 16 tiles x 64 heads = 1024
+      EXPECT_EQ(select_kernel(l), KernelId::kFP16VtTrioBlock128);
+      l.seqlen_q -= 192;  // 960 tiles
+      EXPECT_EQ(select_kernel(l), KernelId::kFP16VtBlock192RowSum);
+      l.seqlen_q += 192, l.seqlen_k = 8191;
+      EXPECT_EQ(select_kernel(l), KernelId::kFP16VtBlock192RowSum);
+      l.seqlen_k = 8192, l.causal = 1;
+      EXPECT_EQ(select_kernel(l), KernelId::kFP16VtBlock192RowSum);
+    }
     p.k_descale = kd;
     p.p_precision = rng() % 2 ? FP8ATTN_P_E4M3 : FP8ATTN_P_E4M3_HILO;
     EXPECT_EQ(select_kernel(p), KernelId::kInvalid);

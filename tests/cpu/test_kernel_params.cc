@@ -142,8 +142,11 @@ TEST(KernelParams, EveryTensorAtItsDocumentedLayout) {
     const KernelId e4m3 = k.options.k_scale != FP8ATTN_K_SCALE_HEAD
                               ? KernelId::kE4M3Block128
                               : fp8attn::attn::e4m3_head_scale_kernel(p);
-    const KernelId fp16_vt = k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kFP16VtBlock128
-                                                                       : KernelId::kFP16VtBlock192RowSum;
+    const KernelId fp16_vt =
+        k.options.k_scale != FP8ATTN_K_SCALE_HEAD ? KernelId::kFP16VtBlock128
+        : fp8attn::attn::fp16_vt_three_warpgroups(p.causal != 0, p.seqlen_q, p.seqlen_k, p.batch, p.heads)
+            ? KernelId::kFP16VtTrioBlock128
+            : KernelId::kFP16VtBlock192RowSum;
     EXPECT_EQ(select_kernel(p), k.vt_dtype == FP8ATTN_VT_FP16 ? fp16_vt : e4m3);
     if (testing::Test::HasFailure()) break;
   }

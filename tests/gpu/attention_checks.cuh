@@ -401,6 +401,7 @@ Output model_mirror(const Problem& p, [[maybe_unused]] model::Accumulator acc = 
   in.softmax_scale = p.softmax_scale, in.causal = p.s.causal, in.p_precision = p.s.p_precision;
   in.k_descale_per_block = !p.s.k_head;
   in.vt_fp16 = p.s.vt_fp16;
+  in.three_warpgroups = three_warpgroups(p.s);
   in.accumulator = acc;
   const model::KernelMirrorOutputs m = model::kernel_mirror_forward(in);
   return Output{m.o_bf16, m.lse};

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "attn/select.h"
 #include "fp8attn/fp8attn.h"
 #include "model/codecs.h"
 #include "model/kernel_mirror.h"
@@ -101,9 +102,14 @@ struct KernelChoice {
   double p_u = 1.0 / 16, p_ulp = 1.0 / 8, p_sub_abs = 1.0 / 1024, p_sub_ulp = 1.0 / 512;
   bool p_fp16 = false;  // P rounded to FP16 (the fields above FP16's), else E4M3
 };
+// The FP16 V^T kernel's three-warpgroup form, as the dispatch decides (src/attn/select.h).
+inline bool three_warpgroups(const Shape& s) {
+  return s.p_precision == FP8ATTN_P_FP16 && s.vt_fp16 && s.k_head &&
+         fp8attn::attn::fp16_vt_three_warpgroups(s.causal, s.sq, s.sk, s.b, s.h);
+}
 inline KernelChoice kernel_choice(const Shape& s) {
-  const model::FlashNumerics nm =
-      model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head, s.vt_fp16);
+  const model::FlashNumerics nm = model::kernel_numerics(s.p_precision, model::Accumulator::kFP32, !s.k_head,
+                                                         s.vt_fp16, three_warpgroups(s));
   KernelChoice kc{nm.block_n, nm.two_level, nm.l_from_rounded_p, nm.p_offset_log2, nm.rescale_slack_log2};
   if (nm.p_format == model::Format::FP16)
     kc.p_u = std::ldexp(1.0, -11), kc.p_ulp = std::ldexp(1.0, -10), kc.p_sub_abs = std::ldexp(1.0, -25),

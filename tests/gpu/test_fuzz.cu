@@ -149,7 +149,17 @@ void setup(FuzzRun& run, const Problem& prob, bool strided) {
     const int64_t h = r % s.h_kv, t = r / s.h_kv % s.sk, b = r / s.h_kv / s.sk;
     return b * a.k_stride_b + t * a.k_stride_s + h * a.k_stride_h;
   });
-  {  // V^T: (b, h_kv, 128) rows of sk_pad permuted keys in the problem
+  if (s.vt_fp16) {  // FP16 V^T: natural key order, FP16 codes of the same E4M3 values (exact)
+    std::vector<uint16_t> h(size_t(a.vt_stride_b) * s.b, 0);
+    for (int b = 0; b < s.b; ++b)
+      for (int hk = 0; hk < s.h_kv; ++hk)
+        for (int c = 0; c < kD; ++c)
+          for (int key = 0; key < s.sk; ++key)
+            h[b * a.vt_stride_b + hk * a.vt_stride_h + c * a.vt_stride_d + key] =
+                model::float_to_fp16(model::e4m3_to_float(prob.v8[prob.ki(b, key, hk, c)]));
+    a.vt = run.upload(h);
+    a.vt_dtype = FP8ATTN_VT_FP16;
+  } else {  // V^T: (b, h_kv, 128) rows of sk_pad permuted keys in the problem
     std::vector<uint8_t> h(size_t(a.vt_stride_b) * s.b, 0);
     for (int64_t r = 0; r < int64_t(s.b) * s.h_kv * kD; ++r)
       std::memcpy(&h[r * a.vt_stride_d], &prob.vt8[r * s.sk_pad()], s.sk_pad());
@@ -428,6 +438,26 @@ TEST(Fuzz, MultiSectionBalanced) {
   Shape s{1, 4096, 4096, 64, 64, true};
   s.k_head = true;
   multi_section(s, true);
+}
+
+// The FP16 V^T kernel's three-warpgroup form, which only long non-causal calls with many 192-row
+// tiles take (select.h, fp16_vt_three_warpgroups): a shape that takes it, its last tile one
+// warpgroup's rows (8128 = 42 x 192 + 64), sampled rows against the mirror at its 128-key blocks.
+TEST(Fuzz, ThreeWarpgroupFp16VtKernel) {
+  FP8ATTN_REQUIRE_SM90();
+  Shape s{1, 8128, 8192, 24, 8, false, FP8ATTN_P_FP16};
+  s.k_head = true, s.vt_fp16 = true;
+  ASSERT_TRUE(three_warpgroups(s)) << "the shape no longer takes the three-warpgroup kernel";
+  const uint64_t seed = env_u64("FP8ATTN_TEST_SEED", std::random_device{}());
+  std::printf("[ seed ] %llu\n", static_cast<unsigned long long>(seed));
+  const Problem prob = make_problem(s, seed);
+  FuzzRun run;
+  setup(run, prob, false);
+  ASSERT_EQ(fp8attn::attn::select_kernel(run.p), fp8attn::attn::KernelId::kFP16VtTrioBlock128);
+  ASSERT_EQ(fp8attn_attention_fwd(&run.p, nullptr), FP8ATTN_SUCCESS) << fp8attn_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::string why = check_shape(prob, run, rows_to_check(s, seed));
+  EXPECT_TRUE(why.empty()) << s.name() << ": " << why;
 }
 
 // Fixed shapes the fuzz may not draw: a decode shape (sq = 1 against a long sk) and GQA 16, with
