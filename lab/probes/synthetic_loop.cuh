@@ -1,4 +1,4 @@
-// Shared pieces of the synthetic key-loop probes (lab/probes/wgmma_issue.cu, pvwg_probe.cu,
+// Shared pieces of the synthetic key-loop probes (lab/probes/wgmma_issue.cu, pvwg_probe.cu, trio_probe.cu,
 // ladder_probe.cu): an SS FP16 wgmma, a softmax of the kernel's instruction mix, the QK^T and the
 // register-sourced P V as the kernel issues them, P's fragments, and the accumulators kept alive
 // (array fences: the library's ptx::fence_regs).
@@ -14,25 +14,20 @@ namespace synth {
 namespace ptx = fp8attn::ptx;
 using D = ptx::DescKMajor<128>;
 
-// m64n136k16 FP16, A and B from shared memory (K-major, 128-byte swizzle).
-__device__ __forceinline__ void wgmma_ss_f16(float (&d)[68], uint64_t da, uint64_t db, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, %68, %69, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
-      : "l"(da), "l"(db), "r"(scale_d));
-}
+// m64n136k16 FP16, A and B from shared memory: the product's generated wrapper.
+using ptx::wgmma_ss_f16;
 
-// Per thread: 96 FMNMX in four partial maxima a row, 4 shuffles, 96 FFMA + 96 MUFU.EX2.
-__device__ __forceinline__ void softmax(float (&s)[96], float scale) {
+// Per thread (kR = 96: a 192-key block): kR FMNMX in four partial maxima a row, 4 shuffles, kR FFMA +
+// kR MUFU.EX2; kRowSum: and kR FADD into l (the row sums from the FP32 p).
+template <int kR, bool kRowSum = false>
+__device__ __forceinline__ void softmax(float (&s)[kR], float scale, float* l = nullptr) {
   float mx[2][4];
 #pragma unroll
   for (int r = 0; r < 2; ++r)
 #pragma unroll
     for (int k = 0; k < 4; ++k) mx[r][k] = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < 96; ++i) mx[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx[(i >> 1) & 1][(i >> 2) & 3], s[i]);
+  for (int i = 0; i < kR; ++i) mx[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx[(i >> 1) & 1][(i >> 2) & 3], s[i]);
   float m[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -42,10 +37,11 @@ __device__ __forceinline__ void softmax(float (&s)[96], float scale) {
     m[r] = 5.f - m[r] * scale;
   }
 #pragma unroll
-  for (int i = 0; i < 96; ++i) {
+  for (int i = 0; i < kR; ++i) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(s[i], scale, m[(i >> 1) & 1])));
     s[i] = y;
+    if constexpr (kRowSum) l[(i >> 1) & 1] += y;
   }
 }
 

@@ -53,34 +53,6 @@ struct Plan {
   static_assert(kK % 1024 == 0 && kV % 1024 == 0, "128-byte swizzle: 1024-byte aligned tiles");
 };
 
-// The softmax of synthetic_loop.cuh for kR = kN / 2 scores a thread: kR FMNMX in four partial
-// maxima a row, 4 shuffles, kR FFMA + kR MUFU.EX2.
-template <int kR, bool kRowSum = false>
-__device__ __forceinline__ void softmax(float (&s)[kR], float scale, float (&l)[2]) {
-  float mx[2][4];
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) mx[r][k] = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kR; ++i) mx[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mx[(i >> 1) & 1][(i >> 2) & 3], s[i]);
-  float m[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    m[r] = fmaxf(fmaxf(mx[r][0], mx[r][1]), fmaxf(mx[r][2], mx[r][3]));
-    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 1));
-    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffff, m[r], 2));
-    m[r] = 5.f - m[r] * scale;
-  }
-#pragma unroll
-  for (int i = 0; i < kR; ++i) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(s[i], scale, m[(i >> 1) & 1])));
-    s[i] = y;
-    if constexpr (kRowSum) l[(i >> 1) & 1] += y;  // l from the FP32 p: kR FADD
-  }
-}
-
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(ptx::smem_addr(bar)) : "memory");
@@ -212,7 +184,7 @@ loop(unsigned long long* out, const uint8_t* gsrc, size_t gbytes, float scale) {
     ptx::wgmma_wait<1>();
     synth::fence_regs(s);
     if (kStage == 2 && t128 % 32 == 0) ptx::mbar_arrive(&k_empty[st]);
-    softmax<kN / 2, kMode == kRs128>(s, scale, l);
+    synth::softmax<kN / 2, kMode == kRs128>(s, scale, l);
     ptx::wgmma_wait<0>();
     synth::fence_regs(o);
     if (kStage == 2 && j > 0 && t128 % 32 == 0) ptx::mbar_arrive(&v_empty[pst]);
