@@ -22,7 +22,7 @@ SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
 [[ -x "$SAN" ]] || { echo "sanitize: compute-sanitizer not found" >&2; exit 2; }
 [[ -x "$BIN" ]] || { echo "sanitize: $BIN not found (scripts/stage_gpu.sh builds it)" >&2; exit 2; }
 
-targets=(DefaultCausal DefaultFull DefaultLongTiles ExactCausal ExactFull HiLo Fp16 Fp16Vt Fp16VtHead Fp16VtHeadFull PrePass)
+targets=(DefaultCausal DefaultFull DefaultLongTiles ExactCausal ExactFull HiLo Fp16 Fp16Vt Fp16VtHead Fp16VtHeadFull Fp16VtThreeWarpgroups PrePass)
 # tool:timeout_s. racecheck is the slow one.
 tools=(memcheck:40 synccheck:40 initcheck:40 racecheck:90)
 summary="$LOG_DIR/summary.tsv"

@@ -114,9 +114,8 @@ class DeviceRun {
   size_t o_bytes_ = 0, lse_bytes_ = 0;
 };
 
-// Launches the kernel on `a` (parameters of `run`'s buffers), waits, and downloads the outputs.
-inline ::testing::AssertionResult launch_and_download(DeviceRun& run, const fp8attn_fwd_params& a, Output& out) {
-  const fp8attn_status st = fp8attn_attention_fwd(&a, nullptr);
+// Waits for a launch on `run`'s buffers that returned st, and downloads the outputs.
+inline ::testing::AssertionResult wait_and_download(DeviceRun& run, fp8attn_status st, Output& out) {
   if (st != FP8ATTN_SUCCESS)
     return ::testing::AssertionFailure() << "status " << st << ": " << fp8attn_last_error();
   const cudaError_t e = cudaDeviceSynchronize();
@@ -124,6 +123,11 @@ inline ::testing::AssertionResult launch_and_download(DeviceRun& run, const fp8a
   std::string why;
   if (!run.download(out, why)) return ::testing::AssertionFailure() << why;
   return ::testing::AssertionSuccess();
+}
+
+// Launches the kernel on `a` (parameters of `run`'s buffers), waits, and downloads the outputs.
+inline ::testing::AssertionResult launch_and_download(DeviceRun& run, const fp8attn_fwd_params& a, Output& out) {
+  return wait_and_download(run, fp8attn_attention_fwd(&a, nullptr), out);
 }
 
 }  // namespace fp8attn::test

@@ -12,6 +12,9 @@
 //   Sanitize.Fp16VtHead / Fp16VtHeadFull: FP16 V^T with one K descale per head (192-key blocks,
 //     l from the tensor core, O through the TMA: the end-to-end accurate call's kernel), causal
 //     and not
+//   Sanitize.Fp16VtThreeWarpgroups: the accurate mode's three-warpgroup kernel (which the
+//     dispatch takes only for long non-causal calls with many tiles), launched directly at the
+//     first shape non-causal: 6 tiles of 192 rows x 18 heads = 108 tiles
 //   Sanitize.PrePass: the end-to-end call (pre-pass with default options + kernel) at that shape
 // Each also checks its output: every O and LSE element written and finite.
 #include <cuda_runtime.h>
@@ -25,6 +28,7 @@
 #include "tests/common/attention_args.h"
 #include "fp8attn/fp8attn.h"
 #include "tests/gpu/attention_device_run.cuh"
+#include "tests/gpu/three_warpgroups_launch.cuh"
 
 namespace fp8attn::test {
 namespace {
@@ -83,6 +87,16 @@ TEST(Sanitize, Fp16VtHeadFull) {
   s.vt_fp16 = true;
   run_kernel(s);
 }
+TEST(Sanitize, Fp16VtThreeWarpgroups) {
+  FP8ATTN_REQUIRE_SM90();
+  Shape s = shape(false, FP8ATTN_P_FP16, true);
+  s.vt_fp16 = true;
+  const Problem prob = make_problem(s, 0x5a717e);
+  Output out;
+  ASSERT_TRUE(launch_three_warpgroups(prob, out));
+  expect_written(out);
+}
+
 TEST(Sanitize, HiLo) { run_kernel(shape(true, FP8ATTN_P_E4M3_HILO, false)); }
 TEST(Sanitize, Fp16) { run_kernel(shape(true, FP8ATTN_P_FP16, false)); }
 
