@@ -45,7 +45,9 @@ __device__ __forceinline__ uint8_t* o_staging(SharedStorage<Cfg>& sm, int wg) {
 
 // p (FP32, accumulator layout) -> FP16 in the warpgroup's P buffer (Config::kPSmem), the K-major
 // A operand of the SS P V: [kBlockN / 64 halves][64 rows][128 B], 128-byte swizzle (16-byte chunk
-// c of row r at chunk c ^ (r % 8)). k-step j (keys 16j..16j+15) is one stmatrix x4 per thread:
+// c of row r at chunk c ^ (r % 8)): the epilogue's O staging layout, whose addressing
+// (store_o_tma) this repeats, since one helper for both moved the default kernel's key loop by 16
+// bytes (its SASS, unmeasured). k-step j (keys 16j..16j+15) is one stmatrix x4 per thread:
 // its registers {s[8j], s[8j+1]}, {s[8j+2], s[8j+3]}, {s[8j+4], s[8j+5]}, {s[8j+6], s[8j+7]} are
 // the 8 x 8 matrices (rows r0, keys 16j..), (r0 + 8, 16j..), (r0, 16j + 8..), (r0 + 8, 16j + 8..),
 // and lane l gives the address of row l % 8 of matrix l / 8. Then made visible to the async proxy;
@@ -148,7 +150,9 @@ __device__ __forceinline__ void issue_pv(float (&acc)[kAccRegs], const PFragment
 }
 
 // acc (+)= P V_n with P from the warpgroup's buffer (Config::kPSmem): kBlockN/16 k-steps of 16
-// keys, four per 64-key half of both P (64 rows x 128 B) and V (kV16HalfStride).
+// keys, four per 64-key half of both P (64 rows x 128 B) and V (kV16HalfStride). Apart from
+// issue_pv's FP16 loop on purpose: one loop with the two A sources put 6 local loads and stores
+// back into this kernel's steady loop (ptxas at 160 registers).
 template <class Cfg, int kAccRegs>
 __device__ __forceinline__ void issue_pv_smem(float (&acc)[kAccRegs], uint32_t p_addr, uint32_t v_addr) {
   static_assert(Cfg::kPSmem && kAccRegs == 68, "P in shared memory: the fused row sums' m64n136k16");

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "attn/config.h"
+#include "attn/select.h"
 #include "common/device.h"
 #include "fp8attn/fp8attn.h"
 
@@ -64,6 +65,8 @@ using KernelFP16VtTrioBlock128 =
     Config<PPrecision::kFP16, false, 128, 2, /*kTcRowSum=*/true, /*kPolyExpEvery=*/0, VtType::kFP16,
            /*kTmaStoreO=*/true, FirstBlock::kWhole, /*kFusedRowSum=*/true, /*kExactSoftmax=*/false,
            /*kConsumerWarpgroups=*/3>;
+static_assert(KernelFP16VtTrioBlock128::kBlockM == kThreeWarpgroupTileRows,
+              "select.h counts this kernel's tiles in its rows");
 
 extern template fp8attn_status launch<KernelE4M3Block192Trim>(const fp8attn_fwd_params&, const DeviceInfo&,
                                                               const LaunchOptions&, cudaStream_t);

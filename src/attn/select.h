@@ -81,9 +81,11 @@ constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
 // at 4k, slower at 1k and 2k), nor few tiles (sq 2k x sk 16k, 352 tiles: 8% slower).
 inline constexpr int kThreeWarpgroupMinKeys = 8192;
 inline constexpr long long kThreeWarpgroupMinTiles = 1024;
+inline constexpr int kThreeWarpgroupTileRows = 192;  // KernelFP16VtTrioBlock128::kBlockM (launch.h)
 constexpr bool fp16_vt_three_warpgroups(bool causal, int seqlen_q, int seqlen_k, int batch, int heads) {
+  const long long tiles = (seqlen_q + kThreeWarpgroupTileRows - 1) / kThreeWarpgroupTileRows;
   return !causal && seqlen_k >= kThreeWarpgroupMinKeys &&
-         static_cast<long long>((seqlen_q + 191) / 192) * heads * batch >= kThreeWarpgroupMinTiles;
+         tiles * heads * batch >= kThreeWarpgroupMinTiles;
 }
 
 // kInvalid for an unknown p_precision or vt_dtype, or FP16 V^T with an E4M3 P (validate()
