@@ -42,16 +42,8 @@ class DeviceRun {
     a.q = upload(p_.q8);
     a.k = upload(p_.k8);
     if (s.vt_fp16) {  // natural key order, FP16 codes of the same E4M3 values (exact)
-      const int pad = s.sk_pad();
-      std::vector<uint16_t> vt16(size_t(s.b) * s.h_kv * kD * pad, 0);
-      for (int b = 0; b < s.b; ++b)
-        for (int h = 0; h < s.h_kv; ++h)
-          for (int c = 0; c < kD; ++c)
-            for (int key = 0; key < s.sk; ++key)
-              vt16[((int64_t(b) * s.h_kv + h) * kD + c) * pad + key] =
-                  p_.v16.empty() ? model::float_to_fp16(model::e4m3_to_float(p_.v8[p_.ki(b, key, h, c)]))
-                                 : p_.v16[p_.ki(b, key, h, c)];
-      a.vt = upload(vt16);
+      const int64_t pad = s.sk_pad();
+      a.vt = upload(fp16_vt_codes(p_, int64_t(s.h_kv) * kD * pad, kD * pad, pad));
       a.vt_dtype = FP8ATTN_VT_FP16;
     } else {
       a.vt = upload(p_.vt8);

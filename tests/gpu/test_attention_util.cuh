@@ -164,6 +164,21 @@ struct Problem {
 // per-block and per-channel scales differ), quantized per (b,h,token) / (b,h_kv,128-key block)
 // (k_head: (b,h_kv), the value repeated for every block) / (b,h_kv,channel) with amax/448 scales
 // and the model's E4M3 codec.
+// V^T in FP16 for FP8ATTN_VT_FP16 (natural key order, zero padding) at the given element strides:
+// the FP16 codes of V's values (p.v16 when set, else V's E4M3 values, exact in FP16).
+inline std::vector<uint16_t> fp16_vt_codes(const Problem& p, int64_t stride_b, int64_t stride_h, int64_t stride_d) {
+  const Shape& s = p.s;
+  std::vector<uint16_t> vt(size_t(stride_b) * s.b, 0);
+  for (int b = 0; b < s.b; ++b)
+    for (int h = 0; h < s.h_kv; ++h)
+      for (int c = 0; c < kD; ++c)
+        for (int key = 0; key < s.sk; ++key)
+          vt[b * stride_b + h * stride_h + c * stride_d + key] =
+              p.v16.empty() ? model::float_to_fp16(model::e4m3_to_float(p.v8[p.ki(b, key, h, c)]))
+                            : p.v16[p.ki(b, key, h, c)];
+  return vt;
+}
+
 inline Problem make_problem(const Shape& s, uint64_t seed) {
   const double score_std = s.diffuse ? 0.1 : 1.0;
   Problem p;

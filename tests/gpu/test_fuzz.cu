@@ -150,14 +150,7 @@ void setup(FuzzRun& run, const Problem& prob, bool strided) {
     return b * a.k_stride_b + t * a.k_stride_s + h * a.k_stride_h;
   });
   if (s.vt_fp16) {  // FP16 V^T: natural key order, FP16 codes of the same E4M3 values (exact)
-    std::vector<uint16_t> h(size_t(a.vt_stride_b) * s.b, 0);
-    for (int b = 0; b < s.b; ++b)
-      for (int hk = 0; hk < s.h_kv; ++hk)
-        for (int c = 0; c < kD; ++c)
-          for (int key = 0; key < s.sk; ++key)
-            h[b * a.vt_stride_b + hk * a.vt_stride_h + c * a.vt_stride_d + key] =
-                model::float_to_fp16(model::e4m3_to_float(prob.v8[prob.ki(b, key, hk, c)]));
-    a.vt = run.upload(h);
+    a.vt = run.upload(fp16_vt_codes(prob, a.vt_stride_b, a.vt_stride_h, a.vt_stride_d));
     a.vt_dtype = FP8ATTN_VT_FP16;
   } else {  // V^T: (b, h_kv, 128) rows of sk_pad permuted keys in the problem
     std::vector<uint8_t> h(size_t(a.vt_stride_b) * s.b, 0);
