@@ -153,6 +153,8 @@ __device__ __forceinline__ void consumer(const KernelParams& p, SharedStorage<Cf
   constexpr int kThreadsPingPong = 2 * 128;
   constexpr int kW = Cfg::kConsumerWarpgroups;
   const int my_turn = static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + wg;
+  // Two warpgroups keep their own arithmetic, 1 - wg: next_turn's (wg + 1) % 2 compiled them
+  // to other SASS.
   const int other_turn = kW == 2 ? static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + (1 - wg) : next_turn<Cfg>(wg);
   const int t128 = threadIdx.x % 128;
   const int row_in_tile = 64 * wg + 16 * (t128 / 32) + (t128 % 32) / 4;

@@ -73,15 +73,12 @@ struct alignas(1024) SharedStorage {
 
 // Named barrier ids (0 is __syncthreads). kWarpSchedulerWG0 + i lets consumer warpgroup i issue
 // its GEMMs: the warpgroups take turns (two: ping-pong; three: a ring), so one's softmax runs
-// under the others' tensor-core work.
-// kEpilogueWG0 + i: consumer warpgroup i's 128 threads around its O staging buffer (with three
-// consumer warpgroups the ids after the three turns' instead: epilogue_barrier).
-enum class NamedBarrier : int { kWarpSchedulerWG0 = 1, kWarpSchedulerWG1 = 2, kEpilogueWG0 = 3, kEpilogueWG1 = 4 };
+// under the others' tensor-core work. After the kConsumerWarpgroups turns, epilogue_barrier(i):
+// consumer warpgroup i's 128 threads around its O staging buffer.
+enum class NamedBarrier : int { kWarpSchedulerWG0 = 1 };
 template <class Cfg>
 __device__ __forceinline__ int epilogue_barrier(int wg) {
-  return (Cfg::kConsumerWarpgroups == 2 ? static_cast<int>(NamedBarrier::kEpilogueWG0)
-                                        : static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + Cfg::kConsumerWarpgroups) +
-         wg;
+  return static_cast<int>(NamedBarrier::kWarpSchedulerWG0) + Cfg::kConsumerWarpgroups + wg;
 }
 // The turn consumer warpgroup wg hands over: the next one's in the ring.
 template <class Cfg>
