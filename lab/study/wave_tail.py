@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""How much of a head-to-head ratio between two tilings is the last wave? (CPU model.)
+
+A persistent kernel on 132 SMs claims tiles from a counter in the scheduler's order
+(src/attn/scheduler.cuh: head-major when non-causal, longest first when causal). When the tiles
+do not fill the last wave, SMs idle at the end. This script simulates that list scheduling for
+two tilings of the same call:
+  two   the two-warpgroup kernels: 128-row tiles, 192-key blocks, the first block trimmed per
+        warpgroup (src/attn/first_block.h)
+  trio  the three-warpgroup FP16 V^T kernel: 192-row tiles, 128-key blocks, whole first blocks
+        (KernelFP16VtTrioBlock128, the form measured in the twenty-ninth session)
+The busy share is the SMs' summed tile costs over SMs x the makespan (1 = no tail).
+A tile's cost is the scores its warpgroups compute (rows past seqlen_q included: the kernels
+compute them) divided by a per-score rate, plus a fixed cost per tile (c0, in units of one
+warpgroup's 64 x 128 scores). The trio's per-score rate relative to the two-warpgroup kernel's
+(g) and c0 for each are fitted by a grid search to the measured ratios (trio / two-warpgroup,
+each head to head with FA3 FP8) of a lottery file, so the fit says how much of the measured
+gain is per-score speed and how much is the tail and the diagonal.
+
+usage: lab/study/wave_tail.py LOTTERY.json A_NAME B_NAME [--out PATH]
+  (A = the two-warpgroup build, B = the trio build, as named in the lottery's configs)
+"""
+import argparse
+import heapq
+import json
+import sys
+
+SMS = 132
+
+
+def block_keys(limit, n, block_n):
+    keys = limit - n * block_n
+    return 0 if keys <= 0 else 64 if keys <= 64 else 128 if keys <= 128 else block_n
+
+
+def tile_scores(sq, sk, causal, m, block_m, block_n, trim):
+    """Scores one tile computes: sum over its 64-row warpgroups (first_block.h's rule)."""
+    w = block_m // 64
+    n_blocks = -(-sk // block_n)
+    if not causal:
+        if trim:  # the last, partial block computed only as far as sk (64 / 128 / whole)
+            last = block_keys(sk, n_blocks - 1, block_n)
+            return w * 64 * ((n_blocks - 1) * block_n + last)
+        return w * 64 * n_blocks * block_n
+    end = m * block_m + block_m + sk - sq
+    n_hi = 0 if end <= 0 else min(-(-end // block_n), n_blocks)
+    total = 0
+    for wg in range(w):
+        lim = max(0, min(m * block_m + 64 * (wg + 1) + sk - sq, sk))
+        n = n_hi - 1
+        if n < 0:
+            continue
+        if not trim:
+            total += 64 * n_hi * block_n
+            continue
+        k = block_keys(lim, n, block_n)
+        if k == 0 and n > 0:
+            n -= 1
+            k = block_keys(lim, n, block_n)
+        total += 64 * (k + n * block_n)
+    return total
+
+
+def makespan(b, sq, sk, h, causal, block_m, block_n, trim, rate, c0):
+    m_blocks = -(-sq // block_m)
+    per_head = [tile_scores(sq, sk, causal, m, block_m, block_n, trim) for m in range(m_blocks)]
+    order = list(range(m_blocks))
+    if causal:
+        order.sort(key=lambda m: -per_head[m])  # longest first (across sections: approximate)
+        costs = [c0 * 64 * 128 + per_head[m] / rate for m in order for _ in range(b * h)]
+    else:
+        costs = [c0 * 64 * 128 + per_head[m] / rate for _ in range(b * h) for m in order]
+    sms = [0.0] * min(SMS, len(costs))
+    heapq.heapify(sms)
+    for c in costs:
+        t = heapq.heappop(sms)
+        heapq.heappush(sms, t + c)
+    return max(sms)
+
+
+def measured(path, a, b_name):
+    """Per row: B's mean ratio to the peer over A's (the lottery's summary records)."""
+    d = json.load(open(path))
+    heads = {(r["b"], r["sq"], r["sk"], r["h_kv"], r["causal"]): r["h"]
+             for r in d["records"] if not r.get("summary")}
+    mean = {}
+    for r in d["records"]:
+        if r.get("summary"):
+            k = (r["b"], r["sq"], r["sk"], r["h_kv"], r["causal"])
+            mean.setdefault(k, {})[r["method"]] = r["ratio_mean"]
+    rows = {}
+    for k, v in mean.items():
+        if a in v and b_name in v:
+            b, sq, sk, hkv, causal = k
+            rows[(b, sq, sk, heads[k], hkv, causal)] = v[b_name] / v[a]
+    return rows, d
+
+
+def efficiency(row, block_m, block_n, trim, c0):
+    """The busy share of the SMs' time: total tile cost / SMs over the makespan."""
+    b, sq, sk, h, _, causal = row
+    per_head = sum(c0 * 64 * 128 + tile_scores(sq, sk, causal, m, block_m, block_n, trim)
+                   for m in range(-(-sq // block_m)))
+    return per_head * b * h / SMS / makespan(b, sq, sk, h, causal, block_m, block_n, trim, 1.0, c0)
+
+
+def predict(row, g, c0_two, c0_trio):
+    b, sq, sk, h, _, causal = row
+    t_two = makespan(b, sq, sk, h, causal, 128, 192, True, 1.0, c0_two)
+    t_trio = makespan(b, sq, sk, h, causal, 192, 128, False, g, c0_trio)
+    return t_two / t_trio
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("lottery")
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    meas, src = measured(args.lottery, args.a, args.b)
+    rows = sorted(meas)
+    # A tile's waste and tail, without per-score or per-tile differences (g = 1, c0 = 0).
+    plain = {r: predict(r, 1.0, 0.0, 0.0) for r in rows}
+    best = None
+    for g in [1.0 + 0.005 * i for i in range(0, 21)]:
+        for c0_two in (0, 2, 4, 8):
+            for c0_trio in (0, 2, 4, 8, 12, 16, 24):
+                err = sum((predict(r, g, c0_two, c0_trio) - meas[r]) ** 2 for r in rows)
+                if best is None or err < best[0]:
+                    best = (err, g, c0_two, c0_trio)
+    _, g, c0_two, c0_trio = best
+    lines = [f"# Wave tail and diagonal model: {args.b} / {args.a} (lab/study/wave_tail.py)", "",
+             f"Lottery: `{args.lottery}` (command: `{src.get('command', '?')}`, commit "
+             f"{src.get('commit', '?')}, {src.get('gpu', '?')}, {src.get('date', '?')}).",
+             f"Fit (grid search, least squares over {len(rows)} rows): per-score rate trio / two "
+             f"= {g:.3f}, fixed cost per tile c0 = {c0_two} (two) and {c0_trio} (trio) "
+             "warpgroup blocks of 64 x 128 scores.", "",
+             "| b | sq | sk | h/h_kv | causal | tiles two / trio | waves two / trio | "
+             "busy share two / trio | work and tail only | fitted | measured |",
+             "|---:|---:|---:|---|---|---|---|---|---:|---:|---:|"]
+    recs = []
+    for r in rows:
+        b, sq, sk, h, hkv, causal = r
+        t2 = -(-sq // 128) * b * h
+        t3 = -(-sq // 192) * b * h
+        fit = predict(r, g, c0_two, c0_trio)
+        e2, e3 = efficiency(r, 128, 192, True, c0_two), efficiency(r, 192, 128, False, c0_trio)
+        lines.append(f"| {b} | {sq} | {sk} | {h}/{hkv} | {'yes' if causal else 'no'} | {t2} / {t3} | "
+                     f"{t2 / SMS:.2f} / {t3 / SMS:.2f} | {e2:.3f} / {e3:.3f} | {plain[r]:.3f} | {fit:.3f} | {meas[r]:.3f} |")
+        recs.append({"b": b, "sq": sq, "sk": sk, "h": h, "h_kv": hkv, "causal": causal,
+                     "busy_two": e2, "busy_trio": e3, "work_and_tail": plain[r], "fitted": fit, "measured": meas[r]})
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+        with open(args.out.rsplit(".", 1)[0] + ".json", "w") as f:
+            json.dump({"command": " ".join(sys.argv), "fit": {"g": g, "c0_two": c0_two,
+                       "c0_trio": c0_trio}, "records": recs}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
