@@ -19,6 +19,8 @@ gain is per-score speed and how much is the tail and the diagonal.
 
 usage: lab/study/wave_tail.py LOTTERY.json A_NAME B_NAME [--out PATH]
   (A = the two-warpgroup build, B = the trio build, as named in the lottery's configs)
+       lab/study/wave_tail.py --shift-table [--out PATH]
+  (scores computed by top- and end-aligned causal tiles, attn/tile_rows.h)
 """
 import argparse
 import heapq
@@ -33,8 +35,9 @@ def block_keys(limit, n, block_n):
     return 0 if keys <= 0 else 64 if keys <= 64 else 128 if keys <= 128 else block_n
 
 
-def tile_scores(sq, sk, causal, m, block_m, block_n, trim):
-    """Scores one tile computes: sum over its 64-row warpgroups (first_block.h's rule)."""
+def tile_scores(sq, sk, causal, m, block_m, block_n, trim, shift=0):
+    """Scores one tile computes: sum over its 64-row warpgroups (first_block.h's rule); causal
+    tiles shifted up by `shift` rows (attn/tile_rows.h)."""
     w = block_m // 64
     n_blocks = -(-sk // block_n)
     if not causal:
@@ -42,11 +45,11 @@ def tile_scores(sq, sk, causal, m, block_m, block_n, trim):
             last = block_keys(sk, n_blocks - 1, block_n)
             return w * 64 * ((n_blocks - 1) * block_n + last)
         return w * 64 * n_blocks * block_n
-    end = m * block_m + block_m + sk - sq
+    end = m * block_m - shift + block_m + sk - sq
     n_hi = 0 if end <= 0 else min(-(-end // block_n), n_blocks)
     total = 0
     for wg in range(w):
-        lim = max(0, min(m * block_m + 64 * (wg + 1) + sk - sq, sk))
+        lim = max(0, min(m * block_m - shift + 64 * (wg + 1) + sk - sq, sk))
         n = n_hi - 1
         if n < 0:
             continue
@@ -111,7 +114,32 @@ def predict(row, g, c0_two, c0_trio):
     return t_two / t_trio
 
 
+def shift_table(out):
+    """Scores computed by top-aligned and end-aligned causal tiles (attn/tile_rows.h), per head."""
+    lines = ["# Causal tiles aligned to the end of the sequence: scores computed (lab/study/wave_tail.py --shift-table)",
+             "", "Per (batch, head), the two-warpgroup kernels' tiling (128-row tiles, 192-key blocks, the "
+             "per-warpgroup first-block trim); shift = the top-aligned last tile's rows past sq in whole "
+             "warpgroups; sq = sk.", "",
+             "| sq = sk | shift | scores, top-aligned | scores, end-aligned | end / top |",
+             "|---:|---:|---:|---:|---:|"]
+    for s in (1000, 1024, 1040, 1100, 2000, 2048, 3000, 4000, 4096, 8000, 8192, 8250, 16000):
+        shift = ((128 - s % 128) % 128) // 64 * 64
+        m_blocks = -(-s // 128)
+        top = sum(tile_scores(s, s, True, m, 128, 192, True) for m in range(m_blocks))
+        end = sum(tile_scores(s, s, True, m, 128, 192, True, shift) for m in range(m_blocks))
+        lines.append(f"| {s} | {shift} | {top} | {end} | {end / top:.4f} |")
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def main():
+    if "--shift-table" in sys.argv:
+        i = sys.argv.index("--out") if "--out" in sys.argv else -1
+        shift_table(sys.argv[i + 1] if i >= 0 else None)
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("lottery")
     ap.add_argument("a")
