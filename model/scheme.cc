@@ -147,7 +147,11 @@ const std::vector<std::pair<std::string, Builder>>& registry() {
     v.push_back({"fp8attn-accurate", [=] {
       // The library's accurate mode end to end: the default pre-pass writing V^T in FP16
       // (FP8ATTN_VT_FP16: V never rounded to E4M3), P in FP16 (FP8ATTN_P_FP16: with per-head K
-      // descales 192-key blocks, the P V product accumulated in FP32).
+      // descales 192-key blocks, the P V product accumulated in FP32). Long non-causal calls
+      // (src/attn/select.h, fp16_vt_three_warpgroups: >= 8192 keys and >= 1024 tiles of 192
+      // rows) run 128-key blocks instead; no captured set is that large, and the kernel-only
+      // errors of the two block lengths agree to 4 digits (docs/kernel.md, the dispatch
+      // table), so the scheme keeps 192.
       return library("fp8attn-accurate", "fp8attn-default's pre-pass with V^T in FP16 and P in "
                      "FP16 (FP8ATTN_P_FP16 + FP8ATTN_VT_FP16, the accurate mode)",
                      FP8ATTN_P_FP16, true);
