@@ -90,6 +90,14 @@ SHORTNC_SHAPES = [(8, 2048, 2048, 32, 32, False), (4, 4096, 4096, 32, 32, False)
                   (4, 4096, 4096, 16, 2, False), (2, 8000, 8000, 32, 32, False),
                   (2, 8192, 8192, 32, 32, False)]
 
+# --shape-set triorule: non-causal shapes where the tail-aware three-warpgroup rule (branch
+# trio-tail-rule, lab/results/study/2026-12-04-cpu-s30-trio-rule.md) moves the accurate mode from
+# three warpgroups back to the 192-key kernel (predicted 2-5% faster), then two it leaves on three.
+TRIO_RULE_SHAPES = [(1, 8192, 8192, 28, 4, False), (1, 8192, 8192, 40, 8, False),
+                    (1, 16384, 16384, 40, 8, False), (2, 8192, 8192, 40, 8, False),
+                    (1, 8192, 8192, 32, 8, False), (2, 8192, 8192, 32, 8, False),
+                    (1, 16384, 16384, 32, 8, False)]
+
 # --shape-set sweep: the harness's sweep (bench/sweep.py SWEEP_ROWS), both masks.
 SWEEP_SHAPES = [(b, sq, sk, h, hkv, c) for (b, sq, sk, h, hkv) in
                 [(2, 8192, 8192, 32, 32), (2, 8192, 8192, 32, 8), (16, 1024, 1024, 32, 32),
@@ -119,7 +127,8 @@ OFFSWEEP_SHAPES = [(4, 4096, 4096, 40, 8, True), (4, 4096, 4096, 40, 8, False),
                    (1, 32768, 32768, 32, 8, False)]
 
 SHAPE_SETS = {"offsweep": OFFSWEEP_SHAPES, "nc": NC_SHAPES, "captured": CAPTURED_SHAPES, "sweeprest": SWEEP_REST_SHAPES, "short": SHAPES, "sweep": SWEEP_SHAPES, "long": LONG_SHAPES, "trim": TRIM_SHAPES, "sections": SECTION_SHAPES,
-              "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES}
+              "all": ALL_SHAPES, "waves": WAVES_SHAPES, "launch": LAUNCH_SHAPES, "shortnc": SHORTNC_SHAPES,
+              "triorule": TRIO_RULE_SHAPES}
 
 
 def captured_inputs(shape: Shape, path: str, n_sets: int):
