@@ -7,6 +7,7 @@ instruction classes that bound a block (MUFU.EX2, wgmmas, conversions, local mem
 the loop's opcode sequence (register numbers dropped) to FILE.inner for diffing two builds.
   cuobjdump -xelf e4m3_block192.sm_90a.cubin lib.so; cuobjdump -sass e4m3_block192.sm_90a.cubin > a.sass
   python3 lab/sass/inner_loop.py a.sass b.sass; diff a.sass.inner b.sass.inner
+  python3 lab/sass/inner_loop.py --all-loops a.sass   (every loop with >= 4 wgmmas: size, wgmmas, LDL/STL)
 Control bits (sm_70 and later, high 64-bit word): stall bits 41-44, yield 45, wait mask 52-57."""
 import re
 import sys
@@ -47,7 +48,27 @@ def inner_loop(ins):
     return ins[s:e + 1]
 
 
+def wgmma_loops(ins):
+    """(instructions, wgmmas, local-memory accesses) of every backward-branch loop holding at
+    least four wgmmas, smallest first."""
+    idx = {a: k for k, (a, _, _) in enumerate(ins)}
+    out = []
+    for k, (a, t, _) in enumerate(ins):
+        tt = re.sub(r"^@!?U?P\w+\s+", "", t)
+        m = re.search(r"0x([0-9a-f]+)", t) if tt.startswith("BRA") else None
+        if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in idx:
+            body = ins[idx[int(m.group(1), 16)]:k + 1]
+            g = sum("GMMA" in x for _, x, _ in body)
+            if g >= 4:
+                out.append((len(body), g, sum(bool(re.search(r"\b(LDL|STL)", x)) for _, x, _ in body)))
+    return sorted(out)
+
+
 def main(paths):
+    if paths and paths[0] == "--all-loops":
+        for path in paths[1:]:
+            print("  wgmma loops (instructions, wgmmas, local accesses):", wgmma_loops(parse(path))[:6])
+        return
     for path in paths:
         body = inner_loop(parse(path))
         if body is None:
