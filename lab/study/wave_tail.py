@@ -20,6 +20,7 @@ gain is per-score speed and how much is the tail and the diagonal.
 usage: lab/study/wave_tail.py LOTTERY.json A_NAME B_NAME [--out PATH]
   (A = the two-warpgroup build, B = the trio build, as named in the lottery's configs)
        lab/study/wave_tail.py --shift-table [--out PATH]
+       lab/study/wave_tail.py --waves-check WAVES_LOTTERY.json [--out PATH]
   (scores computed by top- and end-aligned causal tiles, attn/tile_rows.h)
 """
 import argparse
@@ -135,7 +136,41 @@ def shift_table(out):
             f.write(text)
 
 
+def waves_check(path, out):
+    """The model's last round against a lottery that ran the same tiles in 3.88 and exactly 4
+    rounds (sq 2k x sk 16k, 32 and 33 MHA heads: --shape-set waves): per method, the mean TFLOP/s
+    over rounds at each head count and its change, beside the model's busy shares."""
+    d = json.load(open(path))
+    acc = {}
+    for r in d["records"]:
+        if r.get("summary") or r["sq"] != 2048 or r["sk"] != 16384 or r["h"] != r["h_kv"]:
+            continue
+        acc.setdefault((r["method"], r["h"]), []).append(r["tflops_median"])
+    lines = [f"# The last round, measured: 32 against 33 heads at sq 2k x sk 16k (lab/study/wave_tail.py --waves-check)", "",
+             f"Lottery: `{path}` (command: `{d.get('command', '?')}`, commit {d.get('commit', '?')}, "
+             f"{d.get('gpu', '?')}, {d.get('date', '?')}). Means over every record of the method.", ""]
+    for h in (32, 33):
+        row = (1, 2048, 16384, h, h, False)
+        lines.append(f"- model busy share at {h} heads ({-(-2048 // 128) * h} tiles, "
+                     f"{-(-2048 // 128) * h / SMS:.2f} rounds): {efficiency(row, 128, 192, True, 2):.3f}")
+    lines += ["", "| method | TFLOP/s, 32 heads | 33 heads | change |", "|---|---:|---:|---:|"]
+    for m in sorted({k[0] for k in acc}):
+        if (m, 32) in acc and (m, 33) in acc:
+            a, b = sum(acc[(m, 32)]) / len(acc[(m, 32)]), sum(acc[(m, 33)]) / len(acc[(m, 33)])
+            lines.append(f"| {m} | {a:.1f} | {b:.1f} | {b / a - 1:+.1%} |")
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def main():
+    if "--waves-check" in sys.argv:
+        i = sys.argv.index("--waves-check")
+        j = sys.argv.index("--out") if "--out" in sys.argv else -1
+        waves_check(sys.argv[i + 1], sys.argv[j + 1] if j >= 0 else None)
+        return
     if "--shift-table" in sys.argv:
         i = sys.argv.index("--out") if "--out" in sys.argv else -1
         shift_table(sys.argv[i + 1] if i >= 0 else None)
