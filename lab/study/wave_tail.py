@@ -21,6 +21,7 @@ usage: lab/study/wave_tail.py LOTTERY.json A_NAME B_NAME [--out PATH]
   (A = the two-warpgroup build, B = the trio build, as named in the lottery's configs)
        lab/study/wave_tail.py --shift-table [--out PATH]
        lab/study/wave_tail.py --waves-check WAVES_LOTTERY.json [--out PATH]
+       lab/study/wave_tail.py --refit-tail LOTTERY.json A_NAME B_NAME [--out PATH]
   (scores computed by top- and end-aligned causal tiles, attn/tile_rows.h)
 """
 import argparse
@@ -165,7 +166,48 @@ def waves_check(path, out):
             f.write(text)
 
 
+def refit_tail(path, a, b_name, out):
+    """The fit again with the last partial round's tiles running v times faster (SMs alone at
+    the end are not held at the power cap; non-causal rows only, whose tiles are equal), one
+    fixed cost for both tilings: per v, the fitted per-score rate g and the squared error."""
+    meas, src = measured(path, a, b_name)
+    rows = sorted(meas)
+
+    def span(row, block_m, block_n, trim, rate, c0, v):
+        bb, sq, sk, h, _, causal = row
+        if causal:
+            return makespan(bb, sq, sk, h, causal, block_m, block_n, trim, rate, c0)
+        tiles = -(-sq // block_m) * bb * h
+        t = c0 * 64 * 128 + tile_scores(sq, sk, False, 0, block_m, block_n, trim) / rate
+        return tiles // SMS * t + (t / v if tiles % SMS else 0.0)
+
+    lines = [f"# The last round running faster: the fit again (lab/study/wave_tail.py --refit-tail)", "",
+             f"Lottery: `{path}`, {b_name} / {a}. v: the speed of the last partial round's tiles "
+             "(1 = the plain model); g: the fitted per-score rate trio / two; c0: one fixed cost per tile "
+             "for both, in warpgroup blocks of 64 x 128 scores.", "",
+             "| v | g | c0 | squared error over the 18 rows |", "|---:|---:|---:|---:|"]
+    for v in (1.0, 1.25, 1.5, 2.0, 3.0):
+        best = None
+        for g in [1.0 + 0.005 * i for i in range(0, 21)]:
+            for c0 in (0, 1, 2, 3, 4, 6, 8):
+                err = sum((span(r, 128, 192, True, 1.0, c0, v) / span(r, 192, 128, False, g, c0, v) - meas[r]) ** 2
+                          for r in rows)
+                if best is None or err < best[0]:
+                    best = (err, g, c0)
+        lines.append(f"| {v} | {best[1]:.3f} | {best[2]} | {best[0]:.4f} |")
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def main():
+    if "--refit-tail" in sys.argv:
+        i = sys.argv.index("--refit-tail")
+        j = sys.argv.index("--out") if "--out" in sys.argv else -1
+        refit_tail(sys.argv[i + 1], sys.argv[i + 2], sys.argv[i + 3], sys.argv[j + 1] if j >= 0 else None)
+        return
     if "--waves-check" in sys.argv:
         i = sys.argv.index("--waves-check")
         j = sys.argv.index("--out") if "--out" in sys.argv else -1
