@@ -25,10 +25,15 @@ def two_keys(sk):  # the 192-key kernel's trimmed last block (select.h, two_warp
     return whole + (0 if rest == 0 else 64 if rest <= 64 else 128 if rest <= 128 else 192)
 
 
-def tail_rule(sq, sk, b, h, sms=132, fixed=2 * 64 * 128, permille=1015):
-    """select.h's three_warpgroups_fill_faster on top of the old rule (branch trio-tail-rule)."""
-    r2 = -(-(-(-sq // 128) * b * h) // sms)
-    r3 = -(-(-(-sq // 192) * b * h) // sms)
+def thirds(tiles, sms):  # select.h's round_thirds: 3 a full round, 2 a partial last one
+    return tiles // sms * 3 + (2 if tiles % sms else 0)
+
+
+def tail_rule(sq, sk, b, h, sms=132, fixed=3 * 64 * 128, permille=1005):
+    """select.h's three_warpgroups_fill_faster on top of the old rule (branch trio-tail-rule: the
+    refit of wave_tail.py --refit-tail, a partial last round 2/3 of a round)."""
+    r2 = thirds(-(-sq // 128) * b * h, sms)
+    r3 = thirds(-(-sq // 192) * b * h, sms)
     return rule(sq, sk, b, h) and r3 * (fixed + 192 * (-(-sk // 128) * 128)) * 1000 < \
         r2 * (fixed + 128 * two_keys(sk)) * permille
 
@@ -67,7 +72,7 @@ def main():
                              f"{'trio' if pick else 'two'} | {'**disagree**' if worse else 'agree'} | "
                              f"{'trio' if new else 'two'}{' (changed)' if new != pick else ''} |")
     lines += ["", f"{n_dis} shapes where the rule's choice is predicted slower by more than {args.margin:.0%}; "
-              f"the tail-aware rule (the old rule and the model's closed form, select.h on branch "
+              f"the tail-aware rule (the old rule and the refitted closed form, select.h on branch "
               f"trio-tail-rule) changes {n_new}, each from trio to two."]
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
