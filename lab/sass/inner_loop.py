@@ -29,7 +29,8 @@ def parse(path):
     return ins
 
 
-def inner_loop(ins):
+def backward_loops(ins):
+    """(first, last) instruction indices of every loop: a branch back to an earlier address."""
     idx = {a: k for k, (a, _, _) in enumerate(ins)}
     loops = []
     for k, (a, t, _) in enumerate(ins):
@@ -37,6 +38,11 @@ def inner_loop(ins):
         m = re.search(r"0x([0-9a-f]+)", t) if tt.startswith("BRA") else None
         if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in idx:
             loops.append((idx[int(m.group(1), 16)], k))
+    return loops
+
+
+def inner_loop(ins):
+    loops = backward_loops(ins)
     def has(s, e, pat):
         return any(re.search(pat, ins[j][1]) for j in range(s, e + 1))
     cands = [(e - s, s, e) for s, e in loops
@@ -51,16 +57,12 @@ def inner_loop(ins):
 def wgmma_loops(ins):
     """(instructions, wgmmas, local-memory accesses) of every backward-branch loop holding at
     least four wgmmas, smallest first."""
-    idx = {a: k for k, (a, _, _) in enumerate(ins)}
     out = []
-    for k, (a, t, _) in enumerate(ins):
-        tt = re.sub(r"^@!?U?P\w+\s+", "", t)
-        m = re.search(r"0x([0-9a-f]+)", t) if tt.startswith("BRA") else None
-        if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in idx:
-            body = ins[idx[int(m.group(1), 16)]:k + 1]
-            g = sum("GMMA" in x for _, x, _ in body)
-            if g >= 4:
-                out.append((len(body), g, sum(bool(re.search(r"\b(LDL|STL)", x)) for _, x, _ in body)))
+    for s, e in backward_loops(ins):
+        body = ins[s:e + 1]
+        g = sum("GMMA" in x for _, x, _ in body)
+        if g >= 4:
+            out.append((len(body), g, sum(bool(re.search(r"\b(LDL|STL)", x)) for _, x, _ in body)))
     return sorted(out)
 
 

@@ -74,11 +74,7 @@ def main():
     lines += ["", f"{n_dis} shapes where the rule's choice is predicted slower by more than {args.margin:.0%}; "
               f"the tail-aware rule (the old rule and the refitted closed form, select.h on branch "
               f"trio-tail-rule) changes {n_new}, each from trio to two."]
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    wt.emit(lines, args.out)
 
 
 if __name__ == "__main__":

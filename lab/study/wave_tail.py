@@ -32,6 +32,15 @@ import sys
 SMS = 132
 
 
+def emit(lines, out):
+    """The report to stdout, and to `out` when given."""
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def block_keys(limit, n, block_n):
     keys = limit - n * block_n
     return 0 if keys <= 0 else 64 if keys <= 64 else 128 if keys <= 128 else block_n
@@ -130,11 +139,7 @@ def shift_table(out):
         top = sum(tile_scores(s, s, True, m, 128, 192, True) for m in range(m_blocks))
         end = sum(tile_scores(s, s, True, m, 128, 192, True, shift) for m in range(m_blocks))
         lines.append(f"| {s} | {shift} | {top} | {end} | {end / top:.4f} |")
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if out:
-        with open(out, "w") as f:
-            f.write(text)
+    emit(lines, out)
 
 
 def waves_check(path, out):
@@ -159,11 +164,7 @@ def waves_check(path, out):
         if (m, 32) in acc and (m, 33) in acc:
             a, b = sum(acc[(m, 32)]) / len(acc[(m, 32)]), sum(acc[(m, 33)]) / len(acc[(m, 33)])
             lines.append(f"| {m} | {a:.1f} | {b:.1f} | {b / a - 1:+.1%} |")
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if out:
-        with open(out, "w") as f:
-            f.write(text)
+    emit(lines, out)
 
 
 def refit_tail(path, a, b_name, out):
@@ -195,11 +196,7 @@ def refit_tail(path, a, b_name, out):
                 if best is None or err < best[0]:
                     best = (err, g, c0)
         lines.append(f"| {v} | {best[1]:.3f} | {best[2]} | {best[0]:.4f} |")
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if out:
-        with open(out, "w") as f:
-            f.write(text)
+    emit(lines, out)
 
 
 def main():
@@ -255,11 +252,8 @@ def main():
                      f"{t2 / SMS:.2f} / {t3 / SMS:.2f} | {e2:.3f} / {e3:.3f} | {plain[r]:.3f} | {fit:.3f} | {meas[r]:.3f} |")
         recs.append({"b": b, "sq": sq, "sk": sk, "h": h, "h_kv": hkv, "causal": causal,
                      "busy_two": e2, "busy_trio": e3, "work_and_tail": plain[r], "fitted": fit, "measured": meas[r]})
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
+    emit(lines, args.out)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
         with open(args.out.rsplit(".", 1)[0] + ".json", "w") as f:
             json.dump({"command": " ".join(sys.argv), "fit": {"g": g, "c0_two": c0_two,
                        "c0_trio": c0_trio}, "records": recs}, f, indent=1)
