@@ -135,9 +135,10 @@ struct Config {
   // 64 query rows per consumer warpgroup (the wgmma M), two or three consumer warpgroups per CTA,
   // taking turns at the tensor core in a ring (two: the ping-pong). Three (FP16 P on an FP16 V^T
   // only): two warpgroups' GEMMs run under each softmax instead of one, for a consumer budget of
-  // 160 registers, so 128-key blocks and P through shared memory (kPSmem): the synthetic loop
-  // measured 13% fewer cycles per score than the two-warpgroup 192-key loop
-  // (lab/probes/trio_probe.cu).
+  // 160 registers, so 128-key blocks and P through shared memory (kPSmem). A synthetic loop
+  // promised 13% fewer cycles per score; the kernel measured ~0-1.5% per score, its lead on long
+  // non-causal calls coming mostly from its tiles filling the last round (docs/kernel.md, the
+  // dispatch table and "The last round").
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static_assert(kConsumerWarpgroups == 2 || kConsumerWarpgroups == 3, "two or three consumer warpgroups");
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;

@@ -31,7 +31,7 @@ struct EpilogueOperands {
   // One V descale for every channel (per-head V): loaded here as one scalar and copied into vd[]
   // only by expand(), after the tile's last P V has completed. Copied at load time, the 32
   // copies waited for the load before the last P V could be issued (a global load's latency
-  // on every tile's critical path: lab/perf-log.md, tile clocks).
+  // on every tile's critical path: docs/kernel.md, the tile boundary).
   float vb;
   bool vd_bcast;
   __device__ __forceinline__ void expand() {

@@ -75,7 +75,7 @@ constexpr KernelId e4m3_head_scale_kernel(const fp8attn_fwd_params& p) {
 
 // The accurate mode's kernel for an FP16 V^T with one K descale per head: three consumer
 // warpgroups (192-row tiles, 128-key blocks) where they measured faster, head to head with FA3
-// FP8 against the two-warpgroup 192-key kernel (lab/perf-log.md, twenty-ninth session): non-causal
+// FP8 against the two-warpgroup 192-key kernel (docs/kernel.md, the dispatch table): non-causal
 // calls with at least 8192 keys and at least 1024 tiles of 192 rows (+4% at 8k, +5% at 16k, level
 // at 8000). Not causal calls (the 192-row tiles' diagonal: 2-18% slower), nor short keys (level
 // at 4k, slower at 1k and 2k), nor few tiles (sq 2k x sk 16k, 352 tiles: 8% slower).

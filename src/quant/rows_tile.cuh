@@ -63,7 +63,8 @@ __device__ __forceinline__ Tile tile_of(uint32_t n, uint32_t heads, uint32_t til
 // BF16 conversion, and the Hadamard signs are flipped after it (on the FP32 values).
 // kFoldAmax (FP8ATTN_CENTRE_SAMPLE's first fused pass, K scaled per head): max |x - mean| of
 // the valid rows folded into a.true_amax (non-null). A compile-time flag: as a runtime test of
-// the pointer it made every default pass carry the fold's code (lab/perf-log.md, 2026-12-02).
+// the pointer it made every default pass carry the fold's code (docs/prepass.md, "A regression and
+// its repair").
 template <bool kRotate, Scale kScale, bool kInputReady, int kThreads = rows::kThreads,
           Constants kConstants = Constants::kReload, bool kPairRows = false, bool kRope = false,
           bool kFoldAmax = false>
