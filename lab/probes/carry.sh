@@ -5,10 +5,10 @@
 #                                         the machine lacks
 #   carry_tests CARRY LOG NAME:LIMIT...   there: each test binary under its time limit, its totals
 #                                         and failed tests echoed, its whole log appended to LOG
-#   carry_sanitize CARRY LOG              there: memcheck, racecheck and synccheck of CARRY's
-#                                         test_sanitize_targets on Sanitize.DefaultFull (the default
-#                                         kernel at a persistent shape), each summary echoed, its
-#                                         log appended to LOG
+#   carry_sanitize CARRY LOG [TARGET]     there: memcheck, racecheck and synccheck of CARRY's
+#                                         test_sanitize_targets on Sanitize.TARGET (default
+#                                         DefaultFull: the default kernel at a persistent shape),
+#                                         each summary echoed, its log appended to LOG
 #   carry_header CARRY, carry_fa3         there: the log's first lines; FA3 from .whl/ into /tmp/site
 #   carry_unpack ARCHIVE NAME             there: a tar.xz of several builds into a fresh /tmp/NAME
 #                                         (printed)
@@ -93,11 +93,11 @@ carry_tests() {
   done
 }
 carry_sanitize() {
-  local carry=$1 log=$2 tool san
+  local carry=$1 log=$2 target=${3:-DefaultFull} tool san
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck synccheck; do
     timeout 120 "$san" --tool "$tool" "$carry/tests/test_sanitize_targets" \
-      --gtest_filter=Sanitize.DefaultFull > "/tmp/san-$tool.log" 2>&1
+      --gtest_filter="Sanitize.$target" > "/tmp/san-$tool.log" 2>&1
     echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san-$tool.log" | tr '\n' ' ')"
     { echo "===== $tool"; cat "/tmp/san-$tool.log"; } >> "$log"
   done

@@ -9,7 +9,7 @@
 #      shifted; test_fuzz at 400 shapes; test_fp16_vt_three_warpgroups: 1000 and 2000 rows shifted
 #      by 128 and 64; test_nonfinite, test_vt_fp16, test_graphs) and compute-sanitizer's
 #      memcheck, racecheck and synccheck on Sanitize.DefaultCausalShifted;
-#   2. head (HEAD + host knobs) against cet (the same + the patch), head to head with FA3 FP8 on
+#   2. (carry_lottery: $OUT/lottery-sweep.{log,json}) head (HEAD + host knobs) against cet (the same + the patch), head to head with FA3 FP8 on
 #      the sweep's 18 rows, the default and the accurate mode. Output hashes must equal head's at
 #      every row (the shift moves no warp's rows); only 2 x 8000 causal takes a shift there.
 #   PART=tests or PART=ab runs one half (each well under the 600 s limit alone).
@@ -20,28 +20,15 @@ export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 PART=${PART:-all}
 if [[ $PART == all || $PART == tests ]]; then
-  C=/tmp/cet
-  rm -rf "$C" && mkdir -p "$C" && tar -xJf .carry/bundle-cet.tar.xz -C "$C"
+  C=$(carry_unpack .carry/bundle-cet.tar.xz cet)
   carry_env "$C"
   carry_header "$C" > "$OUT/cet-tests-full.log"
   FP8ATTN_FUZZ_COUNT=400 carry_tests "$C" "$OUT/cet-tests-full.log" test_attention:200 test_fuzz:200 \
     test_fp16_vt_three_warpgroups:60 test_nonfinite:60 test_vt_fp16:60 test_graphs:60 | tee "$OUT/cet-tests.log"
-  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for tool in memcheck racecheck synccheck; do
-    timeout 120 "$san" --tool "$tool" "$C/tests/test_sanitize_targets" \
-      --gtest_filter=Sanitize.DefaultCausalShifted > "/tmp/san-$tool.log" 2>&1
-    echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "/tmp/san-$tool.log" | tr '\n' ' ')" |
-      tee -a "$OUT/cet-tests.log"
-    { echo "===== $tool"; cat "/tmp/san-$tool.log"; } >> "$OUT/cet-tests-full.log"
-  done
+  carry_sanitize "$C" "$OUT/cet-tests-full.log" DefaultCausalShifted | tee -a "$OUT/cet-tests.log"
 fi
 if [[ $PART == all || $PART == ab ]]; then
-  carry_lot head=head "$OUT/cet-ab.log" > /dev/null
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-  timeout 300 python3 lab/probes/lottery_ab.py --out "$OUT/cet-ab" --rounds 2 --shapes 18 --shape-set sweep \
-    --peer fa3_fp8 --config "head=$B/head/libfp8attn.so" --config "cet=$B/cet/libfp8attn.so" \
-    --config "hacc=$B/head/libfp8attn.so,MODE=fp8attn_accurate" \
-    --config "cacc=$B/cet/libfp8attn.so,MODE=fp8attn_accurate" >> "$OUT/cet-ab.log" 2>&1
-  grep -A80 "mean over rounds" "$OUT/cet-ab.log" | head -80
-  grep -h "output hashes" "$OUT/cet-ab.log"
+  LOT_TIMEOUT=300 carry_lottery sweep 18 head=head cet=cet hacc=head,MODE=fp8attn_accurate \
+    cacc=cet,MODE=fp8attn_accurate
+  grep -h "output hashes" "$OUT/lottery-sweep.log"
 fi

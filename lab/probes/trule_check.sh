@@ -6,16 +6,11 @@
 # trule, head to head with FA3 FP8, on lottery_ab's --shape-set triorule: five shapes where the
 # rule moves the call from three warpgroups back to the 192-key kernel (predicted 1-5% faster:
 # lab/results/study/2026-12-04-cpu-s30-trio-rule.md), then two it leaves on three (output hashes
-# equal to head's there, different at the five).
+# equal to head's there, different at the five). Writes $OUT/lottery-triorule.{log,json} (carry_lottery).
 set -u
 cd "$(dirname "$0")/../.."
 source lab/probes/carry.sh
 export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-carry_lot head=head "$OUT/trule-ab.log" > /dev/null
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-timeout 400 python3 lab/probes/lottery_ab.py --out "$OUT/trule-ab" --rounds 2 --shapes 7 --shape-set triorule \
-  --peer fa3_fp8 --config "head=$B/head/libfp8attn.so,MODE=fp8attn_accurate" \
-  --config "trule=$B/trule/libfp8attn.so,MODE=fp8attn_accurate" >> "$OUT/trule-ab.log" 2>&1
-grep -A40 "mean over rounds" "$OUT/trule-ab.log" | head -40
-grep -h "output hashes" "$OUT/trule-ab.log"
+LOT_TIMEOUT=400 carry_lottery triorule 7 head=head,MODE=fp8attn_accurate trule=trule,MODE=fp8attn_accurate
+grep -h "output hashes" "$OUT/lottery-triorule.log"
