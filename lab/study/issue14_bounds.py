@@ -15,11 +15,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import wave_tail  # noqa: E402  (tile_scores: the scores a tile computes, first_block.h's rule)
 FULL = ROOT / "results/2026-12-04-h200-0c1f1f56342e.json"           # last full run
 TRIO = ROOT / "results/accurate-dispatch-ab-1851a134fe16.json"       # three-warpgroup A/B
 CLOCK = ROOT / "lab/results/probe/2026-12-04-h200-s28-clock-power-accurate.json"
 REFIT = ROOT / "lab/results/study/2026-12-04-cpu-s30-wave-tail-refit.md"
 MODEL = ROOT / "results/fastmode-study-2.json"                       # CPU model, H200 adder
+TRIO_CAUSAL = ROOT / "lab/results/probe/2026-12-04-h200-s29-trio2-lottery-sweep18.json"  # trio, causal too
 SEED = (2, 8192, 8192, 32, 32)
 
 
@@ -72,7 +75,7 @@ def main():
     L = [f"# Issue 14's bounds against the files that measured them (lab/study/issue14_bounds.py)", "",
          f"Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC at commit {commit}, on the CPU "
          "(no GPU figure is new here). Inputs: " + ", ".join(f"`{p.relative_to(ROOT)}`" for p in
-                                                             (FULL, TRIO, CLOCK, REFIT, MODEL)) + ".", ""]
+                                                             (FULL, TRIO, TRIO_CAUSAL, CLOCK, REFIT, MODEL)) + ".", ""]
 
     # ---- item 1: speed of the accurate mode at the seed
     L += ["## Item 1: the accurate mode's speed at the seed (b 2, 8192 x 8192, 32 heads)", "",
@@ -110,16 +113,30 @@ def main():
         L.append(f"- {'causal' if c else 'non-causal'}: time ratio accurate / FA3 FP8 "
                  f"{f['ms_per_call'] / a['ms_per_call']:.3f} at {a['sm_clock_mhz_median']:.0f} against "
                  f"{f['sm_clock_mhz_median']:.0f} MHz; in cycles {f['mcycles_per_call'] / a['mcycles_per_call']:.3f}.")
+    t2 = json.loads(TRIO_CAUSAL.read_text())
+    tc = {cfg: h2h(t2["records"], cfg, "fa3_fp8", True) for cfg in ("racc", "t2f")}
+    L += ["", f"The three-warpgroup kernel run on causal calls too (`{TRIO_CAUSAL.name}`, "
+          f"{t2['date']}, `t2f`; whole first blocks): at the seed causal "
+          f"{tc['t2f'][0] / tc['t2f'][1]:.3f} of FA3 FP8 against the two-warpgroup kernel's "
+          f"{tc['racc'][0] / tc['racc'][1]:.3f} in the same call."]
     g, v, gmax = refit_best_g()
     causal_now = tr[("racc", True)]
-    L += ["", f"The three-warpgroup loop's per-score rate over the two-warpgroup one, fitted to the "
-          f"18-row lottery (`{REFIT.name}`): {g:.3f} at the best fit (last round {v:g}x), at most "
-          f"{gmax:.3f} over the table. The trio's non-causal lead beyond that is the last wave, "
-          "which causal calls (longest tiles first) do not have.", "",
-          f"**Bound for causal:** today's causal ratio x the largest per-score edge = "
-          f"{causal_now:.3f} x {gmax:.3f} = **{causal_now * gmax:.3f}** < 0.95. End-aligned causal "
-          "tiles (branch causal-end-tiles) save nothing at 8192 rows (a multiple of the 128-row "
-          f"tile). In cycles (back to back) the causal ratio is "
+    b, sq, sk, h, _ = SEED
+    need = sq * (sq + 1) // 2  # bottom-right causal, sq == sk: the scores a row set must see
+
+    def computed(bm, bn):
+        return sum(wave_tail.tile_scores(sq, sk, True, m, bm, bn, True)
+                   for m in range((sq + bm - 1) // bm)) / need
+    two, trio = computed(128, 192), computed(192, 128)
+    bound = causal_now * gmax * two / trio
+    L += ["", f"Scores computed per needed score at the seed causal, both with the first-block trim "
+          f"(`wave_tail.tile_scores`): two-warpgroup tiles {two:.4f}, three-warpgroup tiles "
+          f"{trio:.4f}.", "",
+          f"**Estimate for a causal three-warpgroup kernel:** today's causal ratio x the largest per-score edge x the scores "
+          f"ratio = {causal_now:.3f} x {gmax:.3f} x {two / trio:.4f} = **{bound:.3f}** < 0.95. "
+          "The trio with the trim was not measured: it spilled (`lab/variants/trio-trim-q.patch` "
+          "is the static fix). End-aligned causal tiles (branch causal-end-tiles) save nothing at "
+          "8192 rows (a multiple of the 128-row tile). In cycles (back to back) the causal ratio is "
           f"{cyc[(fa3, True)]['mcycles_per_call'] / cyc[(acc, True)]['mcycles_per_call']:.3f}: even "
           "at FA3 FP8's clock the accurate kernel would miss 0.95.", ""]
 
