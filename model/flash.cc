@@ -323,7 +323,8 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
                 hilo = bm >= std::exp2(nm.p_hilo_min_log2);
               }
               round_p(ee, pr + j0, nb_keys, nm.p_format, hilo);
-              if (nm.l_from_rounded_p) {
+              const bool l_both = nm.l_mix >= 0.0f;
+              if (nm.l_from_rounded_p || l_both) {
                 // The tensor core's row sum (the kernel's kVariantTcRowSum): the block's rounded
                 // P summed into a fresh accumulator, acc_chunk keys per k-step (the m64n8k32
                 // wgmma of P against ones), truncated after each step as acc_pv's model says.
@@ -342,7 +343,8 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
                 lt = lt * alpha;
                 lt = std::fma(l_prev_blk, alpha, lt);
                 l_prev_blk = bs;
-              } else {
+              }
+              if (!nm.l_from_rounded_p || l_both) {
                 // Four partial sums of the FP32 p, each in key order (thread t of a quad holds
                 // keys with (key % 8) / 2 == t).
                 float bsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -352,8 +354,9 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
               ar[n] = alpha;
               m = m_new;
             }
-            const float l = nm.l_from_rounded_p ? lt + l_prev_blk
-                                                : (lp[0] + lp[1]) + (lp[2] + lp[3]);
+            const float l_r = lt + l_prev_blk, l_32 = (lp[0] + lp[1]) + (lp[2] + lp[3]);
+            const float l = nm.l_mix >= 0.0f ? nm.l_mix * l_r + (1.0f - nm.l_mix) * l_32
+                            : nm.l_from_rounded_p ? l_r : l_32;
             // l == 0: the row saw no key (O = 0, LSE = -inf); a NaN l (a NaN reached the row)
             // gives NaN, as the kernel's epilogue (src/attn/softmax.cuh finalize).
             tb.inv_l[r] = l == 0.0f ? 0.0f : 1.0f / l;

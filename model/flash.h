@@ -61,6 +61,8 @@ struct FlashNumerics {
                                  // O rescale runs anyway); else per row (a row moves alone)
   bool l_from_rounded_p = false; // l sums P as rounded, per block, as the E4M3 kernel's tensor
                                  // core does (else the FP32 p: FA3, the hi+lo kernel)
+  float l_mix = -1.0f;           // >= 0: both sums kept, l = l_mix x (rounded P's) +
+                                 // (1 - l_mix) x (FP32 p's); < 0: l_from_rounded_p decides
   Accumulator acc_qk = Accumulator::kFP32;
   Accumulator acc_pv = Accumulator::kFP32;
   int acc_mantissa_bits = 13;    // kHopperFP8: explicit mantissa bits kept

@@ -350,6 +350,7 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "hilo_min") nm.p_hilo_min_log2 = std::stof(val);
   else if (key == "slack") nm.rescale_slack_log2 = std::stof(val);
   else if (key == "l_rounded") nm.l_from_rounded_p = parse_bool(spec, val);
+  else if (key == "l_mix") nm.l_mix = std::stof(val);
   else if (key == "rescale") {
     if (val != "row" && val != "warp") bad(spec, "rescale must be row or warp");
     nm.rescale_per_warp = val == "warp";
@@ -442,7 +443,7 @@ std::string Scheme::summary() const {
   s << " p=" << format_name(nm.p_format) << (nm.p_hilo ? "hilo" : "");
   if (nm.p_hilo && nm.p_hilo_min_log2 > -1e29f) s << " hilo_min=" << nm.p_hilo_min_log2;
   s << " p_offset="
-    << nm.p_offset_log2 << " slack=" << nm.rescale_slack_log2 << (nm.rescale_per_warp ? " rescale=warp" : "") << " l_rounded=" << nm.l_from_rounded_p << " order="
+    << nm.p_offset_log2 << " slack=" << nm.rescale_slack_log2 << (nm.rescale_per_warp ? " rescale=warp" : "") << " l_rounded=" << nm.l_from_rounded_p << (nm.l_mix >= 0 ? " l_mix=" + std::to_string(nm.l_mix) : std::string()) << " order="
     << (nm.last_to_first ? "last" : "first") << " block=" << nm.block_n << " acc_qk="
     << acc_name(nm.acc_qk) << " acc_pv=" << acc_name(nm.acc_pv);
   if (nm.acc_qk == Accumulator::kHopperFP8 || nm.acc_pv == Accumulator::kHopperFP8) {
@@ -470,7 +471,7 @@ std::string scheme_help() {
   h += "variants: NAME:key=value:key=value..., keys: q, k, v (FORMAT[.GRAN][.hilo]; formats "
        "e4m3 e5m2 int8 fp16 bf16 fp32; granularities tensor head block token channel), smooth_q, "
        "smooth_k, smooth_v, hadamard_qk, hadamard_v, seed, torch_scale, p (e4m3 e4m3hilo bf16 fp16 fp32), "
-       "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, rescale (row warp), l_rounded, order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
+       "p_offset, hilo_min (log2 of the block max of p below which hi+lo drops the low term), slack, rescale (row warp), l_rounded, l_mix (0..1: l mixes the rounded and FP32 sums), order (last first), acc, acc_qk, acc_pv (fp32 hopper aligned), "
        "acc_bits, acc_chunk, acc_group, acc_round (zero down nearest), acc_c_aligned, two_level, block, o (bf16 fp16 fp32), ftz, exp_fa3; fp8attn-kernel*: smooth_k, smooth_v, "
        "hadamard_qk, prepass_q_block, prepass_v_head, prepass_k_head, prepass_v_fp16,\n"
          "  prepass_centre (mean|sample), prepass_sample (strided|block), prepass_sample_rows,\n"
