@@ -34,6 +34,10 @@
 #                                         into $OUT/lottery-SET.{log,json} (time limit LOT_TIMEOUT,
 #                                         default 200 s; LOT_PEER=fa3_bf16 pairs with FA3 BF16);
 #                                         prints the table of mean ratios
+#   carry_branch_tests ARCHIVE NAME TEST:LIMIT...
+#                                         there: a branch's bundle (carry_stage's layout) into
+#                                         /tmp/NAME (C), its tests (fuzz count 400) echoed into
+#                                         $OUT/NAME-tests.log, whole into $OUT/NAME-tests-full.log
 #   carry_lib_errors LOG MODE TAG...      there, after carry_lot: lib_errors_gpu.py (kernel-only
 #                                         errors in MODE beside FA3 FP8's) on each TAG's library
 #                                         of $B into $OUT/errors-TAG.json, the lines into LOG
@@ -165,6 +169,14 @@ carry_kernel_ab() {
   timeout "${KAB_TIMEOUT:-480}" python3 lab/probes/kernel_ab.py --lib "${libs[0]}" "${variants[@]}" \
     --variant-tags "$(IFS=,; echo "${tags[*]}")" --no-blocks --variant-rows "$rows" --runs 100 \
     --out "$OUT" 2>&1 | grep -v "^block size"
+}
+carry_branch_tests() {
+  local archive=$1 name=$2
+  shift 2
+  C=$(carry_unpack "$archive" "$name")
+  carry_env "$C"
+  carry_header "$C" > "$OUT/$name-tests-full.log"
+  FP8ATTN_FUZZ_COUNT=400 carry_tests "$C" "$OUT/$name-tests-full.log" "$@" | tee "$OUT/$name-tests.log"
 }
 carry_lib_errors() {
   local log=$1 mode=$2 t

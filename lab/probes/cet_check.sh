@@ -20,11 +20,8 @@ export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 PART=${PART:-all}
 if [[ $PART == all || $PART == tests ]]; then
-  C=$(carry_unpack .carry/bundle-cet.tar.xz cet)
-  carry_env "$C"
-  carry_header "$C" > "$OUT/cet-tests-full.log"
-  FP8ATTN_FUZZ_COUNT=400 carry_tests "$C" "$OUT/cet-tests-full.log" test_attention:200 test_fuzz:200 \
-    test_fp16_vt_three_warpgroups:60 test_nonfinite:60 test_vt_fp16:60 test_graphs:60 | tee "$OUT/cet-tests.log"
+  carry_branch_tests .carry/bundle-cet.tar.xz cet test_attention:200 test_fuzz:200 \
+    test_fp16_vt_three_warpgroups:60 test_nonfinite:60 test_vt_fp16:60 test_graphs:60
   carry_sanitize "$C" "$OUT/cet-tests-full.log" DefaultCausalShifted | tee -a "$OUT/cet-tests.log"
 fi
 if [[ $PART == all || $PART == ab ]]; then

@@ -20,11 +20,7 @@ export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 PART=${PART:-all}
 if [[ $PART == all || $PART == tests ]]; then
-  C=$(carry_unpack .carry/bundle-exmix.tar.xz exmix)
-  carry_env "$C"
-  carry_header "$C" > "$OUT/exmix-tests-full.log"
-  FP8ATTN_FUZZ_COUNT=400 carry_tests "$C" "$OUT/exmix-tests-full.log" test_attention:200 test_fuzz:200 \
-    test_nonfinite:60 | tee "$OUT/exmix-tests.log"
+  carry_branch_tests .carry/bundle-exmix.tar.xz exmix test_attention:200 test_fuzz:200 test_nonfinite:60
   for target in ExactCausal ExactFull; do
     carry_sanitize "$C" "$OUT/exmix-tests-full.log" "$target" | tee -a "$OUT/exmix-tests.log"
   done
