@@ -350,7 +350,10 @@ void apply(Scheme& sc, const std::string& spec, const std::string& key, const st
   else if (key == "hilo_min") nm.p_hilo_min_log2 = std::stof(val);
   else if (key == "slack") nm.rescale_slack_log2 = std::stof(val);
   else if (key == "l_rounded") nm.l_from_rounded_p = parse_bool(spec, val);
-  else if (key == "l_mix") nm.l_mix = std::stof(val);
+  else if (key == "l_mix") {
+    nm.l_mix = std::stof(val);
+    if (!(nm.l_mix >= 0.0f && nm.l_mix <= 1.0f)) bad(spec, "l_mix must be in [0, 1]");
+  }
   else if (key == "rescale") {
     if (val != "row" && val != "warp") bad(spec, "rescale must be row or warp");
     nm.rescale_per_warp = val == "warp";

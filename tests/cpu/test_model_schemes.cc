@@ -169,6 +169,39 @@ TEST(Schemes, NamesAndVariants) {
   EXPECT_THROW(fm::scheme_by_name("fa3-fp8:q=e9m9"), std::invalid_argument);
   EXPECT_THROW(fm::scheme_by_name("fp8attn-kernel:q=e4m3.token"), std::invalid_argument);
   EXPECT_NO_THROW(fm::scheme_by_name("fp8attn-kernel:smooth_v=0:prepass_q_block=1"));
+  // l_mix: both row sums, mixed (off, -1, unless asked); a weight outside [0, 1] is refused.
+  EXPECT_LT(fa3.numerics.l_mix, 0.0f);
+  const fm::Scheme mix = fm::scheme_by_name("fa3-fp8:l_mix=0.5");
+  EXPECT_EQ(mix.numerics.l_mix, 0.5f);
+  EXPECT_NE(mix.summary().find("l_mix="), std::string::npos);
+  EXPECT_THROW(fm::scheme_by_name("fa3-fp8:l_mix=1.5"), std::invalid_argument);
+  EXPECT_THROW(fm::scheme_by_name("fa3-fp8:l_mix=-0.1"), std::invalid_argument);
+  EXPECT_THROW(fm::scheme_by_name("fa3-fp8:l_mix=nan"), std::invalid_argument);
+}
+
+// l_mix = a: l = a x (the rounded P's sum) + (1 - a) x (the FP32 p's sum). Its ends are the two
+// single sums bit for bit (0 x a finite sum is 0), and a middle weight gives an LSE between
+// theirs on every row (l is a convex mix of the two positive sums).
+TEST(Schemes, LMixEndsAreTheTwoSums) {
+  const fm::Dataset d = data("outlier", 300, 2, 1);
+  const std::string base = "fa3-fp8:p_offset=8:slack=0:block=192";
+  const fm::SchemeRun r = fm::run_scheme(fm::scheme_by_name(base + ":l_rounded=1"), d.q, d.k, d.v, true);
+  const fm::SchemeRun f = fm::run_scheme(fm::scheme_by_name(base + ":l_rounded=0"), d.q, d.k, d.v, true);
+  const fm::SchemeRun m1 = fm::run_scheme(fm::scheme_by_name(base + ":l_mix=1"), d.q, d.k, d.v, true);
+  const fm::SchemeRun m0 = fm::run_scheme(fm::scheme_by_name(base + ":l_mix=0"), d.q, d.k, d.v, true);
+  const fm::SchemeRun mh = fm::run_scheme(fm::scheme_by_name(base + ":l_mix=0.5"), d.q, d.k, d.v, true);
+  EXPECT_EQ(m1.o_acc.data, r.o_acc.data);
+  EXPECT_EQ(m0.o_acc.data, f.o_acc.data);
+  EXPECT_EQ(m1.lse, r.lse);
+  EXPECT_EQ(m0.lse, f.lse);
+  ASSERT_EQ(mh.lse.size(), r.lse.size());
+  int differs = 0;
+  for (size_t i = 0; i < mh.lse.size(); ++i) {
+    const float lo = std::min(r.lse[i], f.lse[i]), hi = std::max(r.lse[i], f.lse[i]);
+    EXPECT_TRUE(mh.lse[i] >= lo - 1e-6f && mh.lse[i] <= hi + 1e-6f) << i;
+    differs += r.lse[i] != f.lse[i];
+  }
+  EXPECT_GT(differs, 0);  // the two sums differ somewhere, so the ends above mean something
 }
 
 TEST(Evaluate, ThreeReferences) {
