@@ -9,7 +9,8 @@
 #     Sanitize.ExactFull; $OUT/exmix-tests{,-full}.log.
 #   PART=ab (~6 minutes): kernel-only errors in the exact mode beside FA3 FP8's (head and exmix,
 #     lib_errors_gpu.py: $OUT/errors-{head,exmix}.json), then the exact mode of head and of exmix
-#     head to head with FA3 FP8 over the sweep's 18 rows ($OUT/lottery-sweep.{log,json}).
+#     head to head with FA3 FP8 over the sweep's 18 rows, and head's default beside them in the
+#     same rounds: what the default would give up on exmix's numerics ($OUT/lottery-sweep.{log,json}).
 # Prediction (lab/perf-log.md): exmix's RMSE at or below FA3 FP8's on every cell, head's within
 # about 1% of it either way; exmix 0-2% slower than head (8 more loop instructions and the fused
 # row sums' 8 columns on the P V).
@@ -28,6 +29,7 @@ fi
 if [[ $PART == all || $PART == ab ]]; then
   carry_lot head=head "$OUT/exmix-ab.log" > /dev/null
   carry_lib_errors "$OUT/exmix-ab.log" fp8attn_exact head exmix
-  LOT_TIMEOUT=300 carry_lottery sweep 18 head=head,MODE=fp8attn_exact exmix=exmix,MODE=fp8attn_exact
+  LOT_TIMEOUT=400 carry_lottery sweep 18 head=head,MODE=fp8attn_exact exmix=exmix,MODE=fp8attn_exact \
+    def=head,MODE=fp8attn
   grep -h "output hashes" "$OUT/lottery-sweep.log"
 fi
