@@ -17,6 +17,10 @@ command, commit, machine, date) and STEM.md.
 
 usage: lab/study-fastmode/run_lmix_study.py [--eval PATH] [--heads-subset N] [--seqlen N]
                                             [--threads N] [--cache DIR] [--out STEM]
+                                            [--captures DIR [--captures-only]] [--ends-and-half]
+  --captures DIR: also every captured layer under DIR (the harness's full captures,
+  data/cache/captures); --captures-only: those alone; --ends-and-half: the yardstick, a = 1, 0
+  and 0.5 only.
 """
 from __future__ import annotations
 
@@ -55,25 +59,42 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache", help="folder keeping each fp8attn-eval run's records (reused)")
     ap.add_argument("--out", default=str(ROOT / "lab/results/study/l-mix"))
+    ap.add_argument("--captures", help="folder of captured q/k/v safetensors (all used)")
+    ap.add_argument("--captures-only", action="store_true")
+    ap.add_argument("--ends-and-half", action="store_true")
     args = ap.parse_args()
+    labels = LABELS
+    if args.ends_and_half:
+        keep = (YARDSTICK, "o8 s0, l = rounded P (a = 1)", "o8 s0, l = FP32 p (a = 0)", "o8 s0, l_mix a = 0.5")
+        labels = {k: LABELS[k] for k in keep}
     t0 = time.time()
     exe = Path(args.eval)
     if not exe.exists():
         sys.exit(f"{exe}: build fp8attn-eval first (cmake --build BUILD --target fp8attn-eval)")
     files = sorted((ROOT / "data/fixtures").glob("*.safetensors"))
-    groups = [["--synthetic", "outlier,gaussian", "--seqlen", str(args.seqlen), "--heads", "32",
-               "--heads-subset", str(args.heads_subset)]] + [["--data", str(f)] for f in files]
+    if args.captures:
+        caps = sorted(Path(args.captures).rglob("*.safetensors"))
+        files = caps if args.captures_only else files + caps
+    groups = [["--data", str(f)] for f in files]
+    if not args.captures_only:
+        groups.insert(0, ["--synthetic", "outlier,gaussian", "--seqlen", str(args.seqlen), "--heads", "32",
+                          "--heads-subset", str(args.heads_subset)])
     cache = Path(args.cache) if args.cache else None
     recs = []
     for g in groups:
-        recs += run_eval(exe, g, list(LABELS.values()), args.threads, cache)
-    inv = {v: k for k, v in LABELS.items()}
+        got = run_eval(exe, g, list(labels.values()), args.threads, cache)
+        if g[0] == "--data" and Path(g[1]).parent.name != "fixtures":
+            # A capture's dataset is named by its file (layer15): the model's folder makes it unique.
+            for r in got:
+                r["dataset"] = f"{Path(g[1]).parent.name}-{r['dataset']}"
+        recs += got
+    inv = {v: k for k, v in labels.items()}
     ko = {(inv[r["scheme"]], r["dataset"], r["causal"]): (r["rmse"], r["max_abs"])
           for r in recs if r.get("reference") == "kernel_only" and r.get("scheme") in inv}
     cases = sorted({(d, c) for (_, d, c) in ko})
     ratios = {lab: [(ko[(lab, d, c)][0] / ko[(YARDSTICK, d, c)][0],
                      ko[(lab, d, c)][1] / ko[(YARDSTICK, d, c)][1]) for d, c in cases]
-              for lab in LABELS}
+              for lab in labels}
     verdict = {lab: {"worst_rmse_ratio": max(a for a, _ in r), "worst_max_ratio": max(b for _, b in r),
                      "pass": all(a <= 1 and b <= 1 for a, b in r),
                      "strict_rmse": all(a < 1 for a, _ in r)} for lab, r in ratios.items()}
@@ -83,7 +104,8 @@ def main():
            "machine": f"{platform.node()} ({platform.processor() or platform.machine()}, CPU model)",
            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "seconds": round(time.time() - t0), "heads_subset": args.heads_subset,
-           "labels": LABELS, "verdict": verdict, "records": recs}
+           "captures_only": bool(args.captures_only),
+           "labels": labels, "verdict": verdict, "records": recs}
     Path(args.out + ".json").write_text(json.dumps(res, indent=1))
     Path(args.out + ".md").write_text(markdown(res, ratios, cases))
     print(f"wrote {args.out}.json, .md ({res['seconds']} s)")
@@ -95,8 +117,9 @@ def markdown(res, ratios, cases):
     cols = " | ".join(f"{short(d)} {'c' if c else 'nc'}" for d, c in cases)
     lines = ["# l as a mix of the two row sums (issue 14, item 2), CPU model",
              f"`{res['command']}` — commit {res['commit']}{' (dirty)' if res['dirty'] else ''}, "
-             f"{res['machine']}, {res['date']}, {res['seconds']} s; synthetic sets: "
-             f"{res['heads_subset']} of 32 heads at 8192 tokens.", "",
+             f"{res['machine']}, {res['date']}, {res['seconds']} s; "
+             + ("captured layers only." if res["captures_only"] else
+                f"synthetic sets: {res['heads_subset']} of 32 heads at 8192 tokens."), "",
              "Kernel-only RMSE / max error as multiples of FA3 FP8's (224-key blocks), same per-head "
              "E4M3 inputs, every product under the H200's FP8 adder. `pass`: every cell <= 1.00; "
              "`strict RMSE`: every RMSE cell < 1.", "",
