@@ -82,6 +82,14 @@ def git(*a):
     return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
 
+def eval_and_fixtures(path):
+    """fp8attn-eval's path (exits with a hint when it is not built) and every layer fixture."""
+    exe = Path(path)
+    if not exe.exists():
+        sys.exit(f"{exe}: build fp8attn-eval first (cmake --build BUILD --target fp8attn-eval)")
+    return exe, sorted((ROOT / "data/fixtures").glob("*.safetensors"))
+
+
 def run_eval(exe, data_args, specs, threads, cache: Path | None):
     """fp8attn-eval's records; with --cache, each run's JSON is kept there and reused."""
     key = hashlib.sha256(json.dumps([str(exe), data_args, specs]).encode()).hexdigest()[:16]
@@ -128,10 +136,7 @@ def main():
     ap.add_argument("--cache", help="folder keeping each fp8attn-eval run's records (reused)")
     args = ap.parse_args()
     t0 = time.time()
-    exe = Path(args.eval)
-    if not exe.exists():
-        sys.exit(f"{exe}: build fp8attn-eval first (cmake --build BUILD --target fp8attn-eval)")
-    files = sorted((ROOT / "data/fixtures").glob("*.safetensors"))
+    exe, files = eval_and_fixtures(args.eval)
     if args.captures:
         files += sorted(Path(args.captures).rglob("*.safetensors"))
     data_groups = [["--synthetic", "outlier,gaussian", "--seqlen", str(args.seqlen), "--heads", "32",

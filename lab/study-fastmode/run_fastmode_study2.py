@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import rescale_count as rc  # noqa: E402
-from run_fastmode_study import git, run_eval  # noqa: E402
+from run_fastmode_study import eval_and_fixtures, git, run_eval  # noqa: E402
 
 FA3 = "fa3-fp8"
 FA3_224 = "fa3-fp8:block=224:ftz=1"
@@ -95,10 +95,7 @@ def main():
     ap.add_argument("--cache", help="folder keeping each fp8attn-eval run's records (reused)")
     args = ap.parse_args()
     t0 = time.time()
-    exe = Path(args.eval)
-    if not exe.exists():
-        sys.exit(f"{exe}: build fp8attn-eval first (cmake --build BUILD --target fp8attn-eval)")
-    files = sorted((ROOT / "data/fixtures").glob("*.safetensors"))
+    exe, files = eval_and_fixtures(args.eval)
     data_groups = [["--synthetic", "outlier,gaussian", "--seqlen", str(args.seqlen), "--heads", "32",
                     "--heads-subset", str(args.heads_subset)]]
     data_groups += [["--data", str(f)] for f in files]

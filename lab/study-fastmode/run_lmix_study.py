@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from run_fastmode_study import git, run_eval  # noqa: E402
+from run_fastmode_study import eval_and_fixtures, git, run_eval  # noqa: E402
 from run_fastmode_study2 import ACC, FA3_224, K8  # noqa: E402
 
 YARDSTICK = "fa3-fp8 224"
@@ -68,10 +68,7 @@ def main():
         keep = (YARDSTICK, "o8 s0, l = rounded P (a = 1)", "o8 s0, l = FP32 p (a = 0)", "o8 s0, l_mix a = 0.5")
         labels = {k: LABELS[k] for k in keep}
     t0 = time.time()
-    exe = Path(args.eval)
-    if not exe.exists():
-        sys.exit(f"{exe}: build fp8attn-eval first (cmake --build BUILD --target fp8attn-eval)")
-    files = sorted((ROOT / "data/fixtures").glob("*.safetensors"))
+    exe, files = eval_and_fixtures(args.eval)
     if args.captures:
         caps = sorted(Path(args.captures).rglob("*.safetensors"))
         files = caps if args.captures_only else files + caps
