@@ -17,42 +17,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wave_tail  # noqa: E402  (tile_scores: the scores a tile computes, first_block.h's rule)
+sys.path.insert(0, str(ROOT / "bench"))
+import report  # noqa: E402  (a results file's own pairing and accuracy index)
 FULL = ROOT / "results/2026-12-04-h200-0c1f1f56342e.json"           # last full run
 TRIO = ROOT / "results/accurate-dispatch-ab-1851a134fe16.json"       # three-warpgroup A/B
 CLOCK = ROOT / "lab/results/probe/2026-12-04-h200-s28-clock-power-accurate.json"
 REFIT = ROOT / "lab/results/study/2026-12-04-cpu-s30-wave-tail-refit.md"
 MODEL = ROOT / "results/fastmode-study-2.json"                       # CPU model, H200 adder
 TRIO_CAUSAL = ROOT / "lab/results/probe/2026-12-04-h200-s29-trio2-lottery-sweep18.json"  # trio, causal too
-SEED = (2, 8192, 8192, 32, 32)
+SEED = report.SEED  # (b, sq, sk, h, h_kv, d)
 
 
-def shape(r):
-    return (r["b"], r["sq"], r["sk"], r["h"], r["h_kv"])
+def full_ratio(idx, seed, method, causal):
+    """method / FA3 FP8, head to head at the full run's seed row (report.pair, the report's own)."""
+    ratio = report.pair(idx, (seed, causal), method, "fa3_fp8")[2]
+    if ratio is None:
+        raise SystemExit(f"no head-to-head records for {method} / fa3_fp8 causal={causal}")
+    return ratio
 
 
-def h2h(recs, method, peer, causal, key=shape):
-    """Mean over rounds of the median TFLOP/s of method and of peer, paired head to head at the seed."""
-    recs = [r for r in recs if "protocol" in r]  # summary rows carry no protocol
-    mine = [r["tflops_median"] for r in recs if r["method"] == method and key(r) == SEED
-            and r["causal"] == causal and r["protocol"] == f"head_to_head:{peer}"]
-    theirs = [r["tflops_median"] for r in recs if r["method"] == peer and key(r) == SEED
-              and r["causal"] == causal and r["protocol"] == f"head_to_head:{method}"]
-    if not mine or not theirs:
-        raise SystemExit(f"no head-to-head records for {method} / {peer} causal={causal}")
-    return sum(mine) / len(mine), sum(theirs) / len(theirs)
+def lottery_ratio(lot, config, causal):
+    """config / FA3 FP8 at the seed: the lottery's own mean over rounds (its summary record)."""
+    for r in lot["records"]:
+        if (r.get("summary") and r["method"] == config and r["causal"] == causal
+                and (r["b"], r["sq"], r["sk"], r["h_kv"]) == SEED[:3] + SEED[4:5]):
+            return r["ratio_mean"]
+    raise SystemExit(f"no summary record for {config} causal={causal}")
 
 
-def ko_ratios(acc, method, peer, ref_method=None, ref_reference="kernel_only"):
-    """{(dataset, causal): (rmse ratio, max ratio)}: method's kernel-only error over the peer's
-    (ref_reference) error, same inputs."""
-    ref_method = ref_method or peer
-    idx = {(r["method"], r["reference"], r["dataset"], r["causal"]): r for r in acc}
+def ko_ratios(ix, method):
+    """{(dataset, causal): (rmse ratio, max ratio)}: method's kernel-only error over FA3 FP8's,
+    same inputs (ix: report.acc_index of the full run)."""
     out = {}
-    for (m, ref, d, c), r in idx.items():
-        if m != method or ref != "kernel_only":
-            continue
-        p = idx[(ref_method, ref_reference, d, c)]
-        out[(d, c)] = (r["rmse"] / p["rmse"], r["max_abs"] / p["max_abs"])
+    for (d, c, m, ref), r in ix.items():
+        if m == method and ref == "kernel_only":
+            p = ix[(d, c, "fa3_fp8", "kernel_only")]
+            out[(d, c)] = (r["rmse"] / p["rmse"], r["max_abs"] / p["max_abs"])
     return out
 
 
@@ -72,6 +72,7 @@ def main():
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     full = json.loads(FULL.read_text())
+    idx, seed = report._index(full["speed"]), report.seed_of(full)
     L = [f"# Issue 14's bounds against the files that measured them (lab/study/issue14_bounds.py)", "",
          f"Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC at commit {commit}, on the CPU "
          "(no GPU figure is new here). Inputs: " + ", ".join(f"`{p.relative_to(ROOT)}`" for p in
@@ -82,19 +83,11 @@ def main():
           f"Head to head with FA3 FP8 (`{FULL.name}`, commit {full['commit']}, {full['date']}):", "",
           "| mode | non-causal | causal |", "|---|---:|---:|"]
     for m in ("fp8attn", "fp8attn_exact", "fp8attn_accurate", "fp8attn_p_fp16", "fp8attn_p_hilo"):
-        cells = []
-        for c in (False, True):
-            a, b = h2h(full["speed"], m, "fa3_fp8", c)
-            cells.append(f"{a / b:.3f}")
-        L.append(f"| {m} | {cells[0]} | {cells[1]} |")
+        L.append(f"| {m} | {full_ratio(idx, seed, m, False):.3f} | {full_ratio(idx, seed, m, True):.3f} |")
     trio = json.loads(TRIO.read_text())
-    tr = {}
-    for cfg in ("racc", "nacc"):
-        for c in (False, True):
-            a, b = h2h(trio["records"], cfg, "fa3_fp8", c)
-            tr[(cfg, c)] = a / b
-    L += ["", f"The three-warpgroup form (`{TRIO.name}`, {trio['date']}, two rounds, means of the "
-          "rounds' medians; `racc` the two-warpgroup kernel, `nacc` with the trio for long non-causal "
+    tr = {(cfg, c): lottery_ratio(trio, cfg, c) for cfg in ("racc", "nacc") for c in (False, True)}
+    L += ["", f"The three-warpgroup form (`{TRIO.name}`, {trio['date']}, the lottery's mean over "
+          "its two rounds; `racc` the two-warpgroup kernel, `nacc` with the trio for long non-causal "
           "calls): "
           f"non-causal {tr[('racc', False)]:.3f} -> {tr[('nacc', False)]:.3f}, causal "
           f"{tr[('racc', True)]:.3f} -> {tr[('nacc', True)]:.3f} (the causal call takes the same kernel "
@@ -102,7 +95,7 @@ def main():
     clk = json.loads(CLOCK.read_text())
     cyc = {}
     for r in clk["records"]:
-        if tuple(int(x) for x in r["shape"].split(",")) == SEED:
+        if tuple(int(x) for x in r["shape"].split(",")) == SEED[:5]:  # b,sq,sk,h,h_kv
             cyc[(r["method"], r["causal"])] = r
     names = sorted({m for m, _ in cyc})
     fa3 = next(m for m in names if "fa3" in m and "fp8" in m)
@@ -114,14 +107,14 @@ def main():
                  f"{f['ms_per_call'] / a['ms_per_call']:.3f} at {a['sm_clock_mhz_median']:.0f} against "
                  f"{f['sm_clock_mhz_median']:.0f} MHz; in cycles {f['mcycles_per_call'] / a['mcycles_per_call']:.3f}.")
     t2 = json.loads(TRIO_CAUSAL.read_text())
-    tc = {cfg: h2h(t2["records"], cfg, "fa3_fp8", True) for cfg in ("racc", "t2f")}
+    tc = {cfg: lottery_ratio(t2, cfg, True) for cfg in ("racc", "t2f")}
     L += ["", f"The three-warpgroup kernel run on causal calls too (`{TRIO_CAUSAL.name}`, "
           f"{t2['date']}, `t2f`; whole first blocks): at the seed causal "
-          f"{tc['t2f'][0] / tc['t2f'][1]:.3f} of FA3 FP8 against the two-warpgroup kernel's "
-          f"{tc['racc'][0] / tc['racc'][1]:.3f} in the same call."]
+          f"{tc['t2f']:.3f} of FA3 FP8 against the two-warpgroup kernel's "
+          f"{tc['racc']:.3f} in the same call."]
     g, v, gmax = refit_best_g()
     causal_now = tr[("racc", True)]
-    b, sq, sk, h, _ = SEED
+    sq, sk = SEED[1], SEED[2]
     need = sq * (sq + 1) // 2  # bottom-right causal, sq == sk: the scores a row set must see
 
     def computed(bm, bn):
@@ -141,12 +134,11 @@ def main():
           "at FA3 FP8's clock the accurate kernel would miss 0.95.", ""]
 
     # ---- item 2: the default's kernel-only error against FA3 FP8
-    acc_recs = [r for r in full["accuracy"] if r.get("inputs", "per_head") == "per_head"]
     L += ["## Item 2: kernel-only error over FA3 FP8's, same per-head inputs", "",
           f"`{FULL.name}` (RMSE ratio / max ratio; <= 1.000 on both is the bound):", "",
           "| dataset | causal | fp8attn (default) | fp8attn_exact |", "|---|---|---:|---:|"]
-    rd = ko_ratios(acc_recs, "fp8attn", "fa3_fp8")
-    rx = ko_ratios(acc_recs, "fp8attn_exact", "fa3_fp8")
+    ix = report.acc_index(full["accuracy"])
+    rd, rx = ko_ratios(ix, "fp8attn"), ko_ratios(ix, "fp8attn_exact")
     for k in sorted(rd):
         L.append(f"| {k[0]} | {'yes' if k[1] else 'no'} | {rd[k][0]:.3f} / {rd[k][1]:.3f} | "
                  f"{rx[k][0]:.3f} / {rx[k][1]:.3f} |")
@@ -162,13 +154,12 @@ def main():
     for lab in ("today (o5 s3), H200 adder", "o8 s0 (ours), H200 adder", "o8 s0, l = FP32 p, H200 adder"):
         L.append(f"- {lab}: {ver[lab]['worst_ratio']:.3f} (RMSE {ver[lab]['worst_rmse_ratio']:.3f}, "
                  f"max {ver[lab]['worst_max_ratio']:.3f})")
-    ex = [h2h(full["speed"], "fp8attn_exact", "fa3_fp8", c) for c in (False, True)]
-    de = [h2h(full["speed"], "fp8attn", "fa3_fp8", c) for c in (False, True)]
+    ex = [full_ratio(idx, seed, "fp8attn_exact", c) for c in (False, True)]
+    de = [full_ratio(idx, seed, "fp8attn", c) for c in (False, True)]
     out_r = [v for (d, _), v in rd.items() if d == "outlier"]
     lo, hi = min(min(a, b) for a, b in out_r), max(max(a, b) for a, b in out_r)
     L += ["", "Speed at the seed, head to head with FA3 FP8 (non-causal / causal): default "
-          f"{de[0][0] / de[0][1]:.3f} / {de[1][0] / de[1][1]:.3f}, exact {ex[0][0] / ex[0][1]:.3f} / "
-          f"{ex[1][0] / ex[1][1]:.3f}.", "",
+          f"{de[0]:.3f} / {de[1]:.3f}, exact {ex[0]:.3f} / {ex[1]:.3f}.", "",
           "**Reading:** FA3's numerics (the exact mode) tie FA3 FP8 within the yardstick's own spread "
           "but are not at or below it everywhere; the one cheaper change the model knows (o8 s0 with "
           "the tensor core's l) stays above on the outlier set, and the default's constants, which "
