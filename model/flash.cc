@@ -174,6 +174,9 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
   if (nm.block_n <= 0 || nm.acc_chunk <= 0) throw std::invalid_argument("flash_forward: bad block");
   const int B = q.b, sq = q.s, sk = k.s, H = q.h, HK = k.h, D = q.d, group = H / HK;
   const int BN = nm.block_n;
+  // The row sums l is made of: the rounded P's (the tensor core's), the FP32 p's, or both (l_mix).
+  const bool l_mixed = nm.l_mix >= 0.0f;
+  const bool sum_rounded = nm.l_from_rounded_p || l_mixed, sum_fp32 = !nm.l_from_rounded_p || l_mixed;
   const int nkb = (sk + BN - 1) / BN;  // key blocks (and K scale blocks) per (b, kv head)
   const int ld_s = std::max(nkb * BN, 1);
   const float softmax_scale =
@@ -323,8 +326,7 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
                 hilo = bm >= std::exp2(nm.p_hilo_min_log2);
               }
               round_p(ee, pr + j0, nb_keys, nm.p_format, hilo);
-              const bool l_both = nm.l_mix >= 0.0f;
-              if (nm.l_from_rounded_p || l_both) {
+              if (sum_rounded) {
                 // The tensor core's row sum (the kernel's kVariantTcRowSum): the block's rounded
                 // P summed into a fresh accumulator, acc_chunk keys per k-step (the m64n8k32
                 // wgmma of P against ones), truncated after each step as acc_pv's model says.
@@ -344,7 +346,7 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
                 lt = std::fma(l_prev_blk, alpha, lt);
                 l_prev_blk = bs;
               }
-              if (!nm.l_from_rounded_p || l_both) {
+              if (sum_fp32) {
                 // Four partial sums of the FP32 p, each in key order (thread t of a quad holds
                 // keys with (key % 8) / 2 == t).
                 float bsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -355,7 +357,7 @@ FlashOutputs flash_forward(const FlashInputs& in, const FlashNumerics& nm) {
               m = m_new;
             }
             const float l_r = lt + l_prev_blk, l_32 = (lp[0] + lp[1]) + (lp[2] + lp[3]);
-            const float l = nm.l_mix >= 0.0f ? nm.l_mix * l_r + (1.0f - nm.l_mix) * l_32
+            const float l = l_mixed ? nm.l_mix * l_r + (1.0f - nm.l_mix) * l_32
                             : nm.l_from_rounded_p ? l_r : l_32;
             // l == 0: the row saw no key (O = 0, LSE = -inf); a NaN l (a NaN reached the row)
             // gives NaN, as the kernel's epilogue (src/attn/softmax.cuh finalize).
